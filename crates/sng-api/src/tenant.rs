@@ -1,0 +1,36 @@
+//! The `Tenant` kind: an isolated instance of the platform. Created by an admin.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::meta::ObjectMeta;
+
+/// The tenant that always exists.
+pub const DEFAULT_TENANT: &str = "default";
+
+/// Tenant: an isolated set of workspaces, secrets, providers, state and tokens.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Tenant {
+    /// `tofu.stackngo.io/v1alpha1`.
+    pub api_version: String,
+    /// `Tenant`.
+    pub kind: String,
+    /// `metadata.name` is the tenant name.
+    pub metadata: ObjectMeta,
+    /// Settings of the tenant.
+    #[serde(default)]
+    pub spec: TenantSpec,
+}
+
+/// TenantSpec: settings of a tenant.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct TenantSpec {
+    /// A production tenant blocks nothing but asks for a reinforced confirmation of destructive actions.
+    #[serde(default)]
+    pub production: bool,
+    /// Human-friendly name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub display_name: Option<String>,
+}
