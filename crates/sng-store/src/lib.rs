@@ -1,1 +1,63 @@
+//! The store of sng: objects of every kind, scoped by tenant, with Kubernetes resource-model
+//! semantics (uid, generation, resourceVersion, creationTimestamp), and hashed API tokens.
+//! Embedded default: one SQLite file in the data directory.
 #![forbid(unsafe_code)]
+
+mod error;
+mod migrations;
+mod objects;
+mod tokens;
+
+use std::path::Path;
+use std::sync::{Mutex, MutexGuard};
+
+use rusqlite::Connection;
+
+pub use error::StoreError;
+pub use objects::{Applied, ApplyOutcome};
+pub use tokens::{Principal, Role, TokenInfo};
+
+/// Result of store operations.
+pub type Result<T, E = StoreError> = std::result::Result<T, E>;
+
+/// The SQLite store. Every call runs in its own transaction; the connection is shared.
+pub struct Store {
+    conn: Mutex<Connection>,
+}
+
+impl Store {
+    /// Open (and create or migrate) the store at `path`; the `default` tenant always exists.
+    pub fn open(path: &Path) -> Result<Store> {
+        let conn = Connection::open(path)?;
+        Self::init(conn)
+    }
+
+    /// A store in memory, for tests of logic above the store.
+    pub fn open_in_memory() -> Result<Store> {
+        Self::init(Connection::open_in_memory()?)
+    }
+
+    fn init(mut conn: Connection) -> Result<Store> {
+        conn.busy_timeout(std::time::Duration::from_secs(5))?;
+        // WAL + FULL sync: a committed write survives a crash or power loss.
+        conn.pragma_update(None, "journal_mode", "WAL")?;
+        conn.pragma_update(None, "synchronous", "FULL")?;
+        conn.pragma_update(None, "foreign_keys", "ON")?;
+        migrations::migrate(&mut conn)?;
+        let store = Store {
+            conn: Mutex::new(conn),
+        };
+        store.ensure_default_tenant()?;
+        Ok(store)
+    }
+
+    fn conn(&self) -> MutexGuard<'_, Connection> {
+        // A panic while holding the lock leaves SQLite consistent (transactions roll back).
+        self.conn.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// Current time, RFC 3339 with seconds, UTC.
+pub fn now_rfc3339() -> String {
+    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+}

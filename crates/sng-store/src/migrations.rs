@@ -1,0 +1,47 @@
+//! Schema migrations, tracked by `PRAGMA user_version`.
+
+use rusqlite::Connection;
+
+use crate::Result;
+
+/// Each entry moves the schema one version up. Never edit a released entry: append.
+const MIGRATIONS: &[&str] = &[
+    // 1: objects of every kind (tenant '' = cluster scope), tokens, the global revision.
+    "CREATE TABLE revision (id INTEGER PRIMARY KEY CHECK (id = 1), value INTEGER NOT NULL);
+     INSERT INTO revision (id, value) VALUES (1, 0);
+     CREATE TABLE objects (
+        tenant TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        name TEXT NOT NULL,
+        uid TEXT NOT NULL UNIQUE,
+        generation INTEGER NOT NULL,
+        resource_version INTEGER NOT NULL,
+        created_at TEXT NOT NULL,
+        labels TEXT NOT NULL,
+        annotations TEXT NOT NULL,
+        spec TEXT NOT NULL,
+        status TEXT,
+        PRIMARY KEY (tenant, kind, name)
+     );
+     CREATE TABLE tokens (
+        id TEXT PRIMARY KEY,
+        tenant TEXT,
+        hash TEXT NOT NULL UNIQUE,
+        role TEXT NOT NULL,
+        description TEXT NOT NULL,
+        created_at TEXT NOT NULL
+     );",
+];
+
+/// Bring the schema to the latest version.
+pub fn migrate(conn: &mut Connection) -> Result<()> {
+    let current: usize =
+        conn.pragma_query_value(None, "user_version", |r| r.get::<_, i64>(0))? as usize;
+    for (i, sql) in MIGRATIONS.iter().enumerate().skip(current) {
+        let tx = conn.transaction()?;
+        tx.execute_batch(sql)?;
+        tx.pragma_update(None, "user_version", (i + 1) as i64)?;
+        tx.commit()?;
+    }
+    Ok(())
+}

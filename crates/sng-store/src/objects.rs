@@ -1,0 +1,295 @@
+//! Objects: apply (create or update) with generation and resourceVersion, get, list, delete, status.
+
+use std::collections::BTreeMap;
+
+use rusqlite::{params, OptionalExtension, Transaction};
+use serde_json::Value;
+use sng_api::tenant::DEFAULT_TENANT;
+use sng_api::{Kind, Object, ObjectMeta, GROUP_VERSION};
+
+use crate::{now_rfc3339, Result, Store, StoreError};
+
+/// What an apply did to one object (`kubectl apply` words).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ApplyOutcome {
+    /// The object did not exist.
+    Created,
+    /// The object existed and changed.
+    Configured,
+    /// The object existed and nothing changed.
+    Unchanged,
+}
+
+/// One applied object with its outcome.
+#[derive(Debug, Clone)]
+pub struct Applied {
+    /// The object as stored.
+    pub object: Object,
+    /// What happened.
+    pub outcome: ApplyOutcome,
+}
+
+/// Scope of a kind: the tenant for namespaced kinds, '' for tenants themselves.
+fn scope(kind: Kind, tenant: &str) -> &str {
+    if kind.namespaced() {
+        tenant
+    } else {
+        ""
+    }
+}
+
+fn next_revision(tx: &Transaction<'_>) -> Result<i64> {
+    Ok(tx.query_row(
+        "UPDATE revision SET value = value + 1 WHERE id = 1 RETURNING value",
+        [],
+        |r| r.get(0),
+    )?)
+}
+
+struct Row {
+    uid: String,
+    generation: i64,
+    resource_version: i64,
+    created_at: String,
+    labels: String,
+    annotations: String,
+    spec: String,
+    status: Option<String>,
+}
+
+const COLUMNS: &str =
+    "name, uid, generation, resource_version, created_at, labels, annotations, spec, status";
+
+fn read_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<(String, Row)> {
+    Ok((
+        r.get(0)?,
+        Row {
+            uid: r.get(1)?,
+            generation: r.get(2)?,
+            resource_version: r.get(3)?,
+            created_at: r.get(4)?,
+            labels: r.get(5)?,
+            annotations: r.get(6)?,
+            spec: r.get(7)?,
+            status: r.get(8)?,
+        },
+    ))
+}
+
+fn to_object(kind: Kind, tenant: &str, name: String, row: Row) -> Result<Object> {
+    let corrupt = |e: serde_json::Error| StoreError::Corrupt(format!("{kind} `{name}`: {e}"));
+    let meta = ObjectMeta {
+        name: name.clone(),
+        tenant: kind.namespaced().then(|| tenant.to_string()),
+        labels: serde_json::from_str(&row.labels).map_err(corrupt)?,
+        annotations: serde_json::from_str(&row.annotations).map_err(corrupt)?,
+        uid: Some(row.uid),
+        generation: Some(row.generation),
+        resource_version: Some(row.resource_version.to_string()),
+        creation_timestamp: Some(row.created_at),
+        deletion_timestamp: None,
+    };
+    let spec: Value = serde_json::from_str(&row.spec).map_err(corrupt)?;
+    let status = row
+        .status
+        .as_deref()
+        .map(serde_json::from_str)
+        .transpose()
+        .map_err(corrupt)?;
+    Object::from_parts(kind, meta, spec, status)
+        .map_err(|e| StoreError::Corrupt(format!("{kind} `{name}`: {e}")))
+}
+
+fn get_row(tx: &rusqlite::Connection, kind: Kind, tenant: &str, name: &str) -> Result<Option<Row>> {
+    Ok(tx
+        .query_row(
+            &format!("SELECT {COLUMNS} FROM objects WHERE tenant = ?1 AND kind = ?2 AND name = ?3"),
+            params![scope(kind, tenant), kind.as_str(), name],
+            read_row,
+        )
+        .optional()?
+        .map(|(_, row)| row))
+}
+
+fn tenant_exists(conn: &rusqlite::Connection, tenant: &str) -> Result<bool> {
+    Ok(get_row(conn, Kind::Tenant, "", tenant)?.is_some())
+}
+
+fn check_version(meta: &ObjectMeta, stored: i64, label: &str) -> Result<()> {
+    match meta.resource_version.as_deref() {
+        Some(v) if v != stored.to_string() => Err(StoreError::Conflict(format!(
+            "{label}: the object has been modified (resourceVersion {v} is stale, current is {stored}); \
+             read it again and retry"
+        ))),
+        _ => Ok(()),
+    }
+}
+
+impl Store {
+    pub(crate) fn ensure_default_tenant(&self) -> Result<()> {
+        if self.get(Kind::Tenant, "", DEFAULT_TENANT)?.is_none() {
+            let tenant = sng_api::Tenant {
+                api_version: GROUP_VERSION.into(),
+                kind: "Tenant".into(),
+                metadata: ObjectMeta::named(DEFAULT_TENANT),
+                spec: Default::default(),
+            };
+            self.apply(DEFAULT_TENANT, vec![Object::Tenant(tenant)], false)?;
+        }
+        Ok(())
+    }
+
+    /// Create or update every object in one transaction: all of them, or none.
+    /// `tenant` scopes namespaced kinds and must exist. With `dry_run`, nothing is written.
+    pub fn apply(&self, tenant: &str, objects: Vec<Object>, dry_run: bool) -> Result<Vec<Applied>> {
+        let mut conn = self.conn();
+        let tx = conn.transaction()?;
+        let mut out = Vec::with_capacity(objects.len());
+        for mut obj in objects {
+            obj.normalize();
+            let kind = obj.kind();
+            if kind.namespaced() && !tenant_exists(&tx, tenant)? {
+                return Err(StoreError::not_found("Tenant", tenant));
+            }
+            let sc = scope(kind, tenant);
+            let name = obj.meta().name.clone();
+            let spec = serde_json::to_string(&obj.spec_value()).expect("json");
+            let labels = serde_json::to_string(&obj.meta().labels).expect("json");
+            let annotations = serde_json::to_string(&obj.meta().annotations).expect("json");
+            let outcome = match get_row(&tx, kind, tenant, &name)? {
+                None => {
+                    if obj.meta().resource_version.is_some() {
+                        return Err(StoreError::Conflict(format!(
+                            "{}: metadata.resourceVersion is set but the object does not exist",
+                            obj.label()
+                        )));
+                    }
+                    let rv = next_revision(&tx)?;
+                    tx.execute(
+                        "INSERT INTO objects (tenant, kind, name, uid, generation, resource_version, created_at, labels, annotations, spec, status)
+                         VALUES (?1, ?2, ?3, ?4, 1, ?5, ?6, ?7, ?8, ?9, NULL)",
+                        params![sc, kind.as_str(), name, uuid::Uuid::new_v4().to_string(), rv, now_rfc3339(), labels, annotations, spec],
+                    )?;
+                    ApplyOutcome::Created
+                }
+                Some(row) => {
+                    check_version(obj.meta(), row.resource_version, &obj.label())?;
+                    let stored_spec: Value = serde_json::from_str(&row.spec).unwrap_or(Value::Null);
+                    let spec_changed = stored_spec != obj.spec_value();
+                    let meta_changed = row.labels != labels || row.annotations != annotations;
+                    if !spec_changed && !meta_changed {
+                        ApplyOutcome::Unchanged
+                    } else {
+                        let rv = next_revision(&tx)?;
+                        tx.execute(
+                            "UPDATE objects SET generation = generation + ?1, resource_version = ?2, labels = ?3, annotations = ?4, spec = ?5
+                             WHERE tenant = ?6 AND kind = ?7 AND name = ?8",
+                            params![i64::from(spec_changed), rv, labels, annotations, spec, sc, kind.as_str(), name],
+                        )?;
+                        ApplyOutcome::Configured
+                    }
+                }
+            };
+            let row = get_row(&tx, kind, tenant, &name)?
+                .ok_or_else(|| StoreError::not_found(kind.as_str(), &name))?;
+            out.push(Applied {
+                object: to_object(kind, tenant, name, row)?,
+                outcome,
+            });
+        }
+        if dry_run {
+            tx.rollback()?;
+        } else {
+            tx.commit()?;
+        }
+        Ok(out)
+    }
+
+    /// One object, or `None`.
+    pub fn get(&self, kind: Kind, tenant: &str, name: &str) -> Result<Option<Object>> {
+        let conn = self.conn();
+        get_row(&conn, kind, tenant, name)?
+            .map(|row| to_object(kind, tenant, name.to_string(), row))
+            .transpose()
+    }
+
+    /// Every object of a kind in a tenant, by name.
+    pub fn list(&self, kind: Kind, tenant: &str) -> Result<Vec<Object>> {
+        let conn = self.conn();
+        let mut stmt = conn.prepare_cached(&format!(
+            "SELECT {COLUMNS} FROM objects WHERE tenant = ?1 AND kind = ?2 ORDER BY name"
+        ))?;
+        let rows = stmt
+            .query_map(params![scope(kind, tenant), kind.as_str()], read_row)?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        rows.into_iter()
+            .map(|(name, row)| to_object(kind, tenant, name, row))
+            .collect()
+    }
+
+    /// Delete one object and return it. Deleting a tenant deletes everything it owns, tokens included.
+    pub fn delete(&self, kind: Kind, tenant: &str, name: &str) -> Result<Object> {
+        let mut conn = self.conn();
+        let tx = conn.transaction()?;
+        let row = get_row(&tx, kind, tenant, name)?
+            .ok_or_else(|| StoreError::not_found(kind.as_str(), name))?;
+        let obj = to_object(kind, tenant, name.to_string(), row)?;
+        if kind == Kind::Tenant {
+            if name == DEFAULT_TENANT {
+                return Err(StoreError::Invalid(
+                    "the `default` tenant cannot be deleted".into(),
+                ));
+            }
+            tx.execute("DELETE FROM objects WHERE tenant = ?1", params![name])?;
+            tx.execute("DELETE FROM tokens WHERE tenant = ?1", params![name])?;
+        }
+        tx.execute(
+            "DELETE FROM objects WHERE tenant = ?1 AND kind = ?2 AND name = ?3",
+            params![scope(kind, tenant), kind.as_str(), name],
+        )?;
+        next_revision(&tx)?;
+        tx.commit()?;
+        Ok(obj)
+    }
+
+    /// Write the status of an object (platform only). With `expected_version`, a stale
+    /// resourceVersion is refused. Status writes never bump `generation`.
+    pub fn update_status(
+        &self,
+        kind: Kind,
+        tenant: &str,
+        name: &str,
+        expected_version: Option<&str>,
+        status: &Value,
+    ) -> Result<Object> {
+        let mut conn = self.conn();
+        let tx = conn.transaction()?;
+        let row = get_row(&tx, kind, tenant, name)?
+            .ok_or_else(|| StoreError::not_found(kind.as_str(), name))?;
+        let meta = ObjectMeta {
+            resource_version: expected_version.map(str::to_string),
+            ..ObjectMeta::default()
+        };
+        check_version(&meta, row.resource_version, &format!("{kind} {name:?}"))?;
+        let rv = next_revision(&tx)?;
+        tx.execute(
+            "UPDATE objects SET status = ?1, resource_version = ?2 WHERE tenant = ?3 AND kind = ?4 AND name = ?5",
+            params![status.to_string(), rv, scope(kind, tenant), kind.as_str(), name],
+        )?;
+        let row = get_row(&tx, kind, tenant, name)?
+            .ok_or_else(|| StoreError::not_found(kind.as_str(), name))?;
+        let obj = to_object(kind, tenant, name.to_string(), row)?;
+        tx.commit()?;
+        Ok(obj)
+    }
+
+    /// Number of objects per kind in a tenant (for listings of tenants).
+    pub fn count(&self, tenant: &str) -> Result<BTreeMap<String, i64>> {
+        let conn = self.conn();
+        let mut stmt = conn
+            .prepare_cached("SELECT kind, COUNT(*) FROM objects WHERE tenant = ?1 GROUP BY kind")?;
+        let rows = stmt.query_map(params![tenant], |r| Ok((r.get(0)?, r.get(1)?)))?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
+    }
+}

@@ -1,0 +1,175 @@
+use serde_json::json;
+use sng_api::{decode, Kind, Object};
+use sng_store::{ApplyOutcome, Role, Store, StoreError};
+
+fn ws(name: &str, tag: &str) -> Object {
+    decode(
+        &json!({"apiVersion": "tofu.stackngo.io/v1alpha1", "kind": "Workspace",
+                "metadata": {"name": name},
+                "spec": {"module": {"source": "oci://r.example/acme/pet", "tag": tag}}}),
+        1,
+    )
+    .unwrap()
+}
+
+fn tenant(name: &str) -> Object {
+    decode(&json!({"apiVersion": "tofu.stackngo.io/v1alpha1", "kind": "Tenant", "metadata": {"name": name}}), 1).unwrap()
+}
+
+fn rv(o: &Object) -> i64 {
+    o.meta().resource_version.as_ref().unwrap().parse().unwrap()
+}
+
+#[test]
+fn default_tenant_exists() {
+    let s = Store::open_in_memory().unwrap();
+    assert!(s.get(Kind::Tenant, "", "default").unwrap().is_some());
+}
+
+#[test]
+fn generation_moves_on_spec_change_only() {
+    let s = Store::open_in_memory().unwrap();
+    let a = s
+        .apply("default", vec![ws("pet", "1.0.0")], false)
+        .unwrap()
+        .remove(0);
+    assert_eq!(a.outcome, ApplyOutcome::Created);
+    assert_eq!(a.object.meta().generation, Some(1));
+    assert!(a.object.meta().uid.is_some() && a.object.meta().creation_timestamp.is_some());
+
+    let b = s
+        .apply("default", vec![ws("pet", "1.0.0")], false)
+        .unwrap()
+        .remove(0);
+    assert_eq!(b.outcome, ApplyOutcome::Unchanged);
+    assert_eq!(rv(&b.object), rv(&a.object));
+
+    let mut labelled = ws("pet", "1.0.0");
+    labelled.meta_mut().labels.insert("team".into(), "a".into());
+    let c = s.apply("default", vec![labelled], false).unwrap().remove(0);
+    assert_eq!(c.outcome, ApplyOutcome::Configured);
+    assert_eq!(c.object.meta().generation, Some(1), "labels are not spec");
+    assert!(rv(&c.object) > rv(&b.object));
+
+    let d = s
+        .apply("default", vec![ws("pet", "2.0.0")], false)
+        .unwrap()
+        .remove(0);
+    assert_eq!(d.outcome, ApplyOutcome::Configured);
+    assert_eq!(d.object.meta().generation, Some(2));
+    assert_eq!(d.object.meta().uid, a.object.meta().uid);
+
+    let st = s
+        .update_status(
+            Kind::Workspace,
+            "default",
+            "pet",
+            None,
+            &json!({"observedGeneration": 2}),
+        )
+        .unwrap();
+    assert_eq!(
+        st.meta().generation,
+        Some(2),
+        "status never bumps generation"
+    );
+    assert!(rv(&st) > rv(&d.object));
+}
+
+#[test]
+fn stale_resource_version_is_a_conflict() {
+    let s = Store::open_in_memory().unwrap();
+    let a = s
+        .apply("default", vec![ws("pet", "1.0.0")], false)
+        .unwrap()
+        .remove(0);
+    let mut stale = ws("pet", "2.0.0");
+    stale.meta_mut().resource_version = a.object.meta().resource_version.clone();
+    s.apply("default", vec![ws("pet", "3.0.0")], false).unwrap();
+    let err = s.apply("default", vec![stale], false).unwrap_err();
+    assert!(matches!(err, StoreError::Conflict(_)), "{err:?}");
+    let err = s
+        .update_status(
+            Kind::Workspace,
+            "default",
+            "pet",
+            a.object.meta().resource_version.as_deref(),
+            &json!({}),
+        )
+        .unwrap_err();
+    assert!(matches!(err, StoreError::Conflict(_)), "{err:?}");
+}
+
+#[test]
+fn apply_is_all_or_nothing() {
+    let s = Store::open_in_memory().unwrap();
+    let mut bad = ws("b", "1");
+    bad.meta_mut().resource_version = Some("99".into());
+    assert!(s.apply("default", vec![ws("a", "1"), bad], false).is_err());
+    assert!(s.get(Kind::Workspace, "default", "a").unwrap().is_none());
+    // dry run writes nothing either
+    let out = s.apply("default", vec![ws("a", "1")], true).unwrap();
+    assert_eq!(out[0].outcome, ApplyOutcome::Created);
+    assert!(s.get(Kind::Workspace, "default", "a").unwrap().is_none());
+}
+
+#[test]
+fn tenants_are_separate_scopes() {
+    let s = Store::open_in_memory().unwrap();
+    assert!(matches!(
+        s.apply("acme", vec![ws("pet", "1")], false),
+        Err(StoreError::NotFound { .. })
+    ));
+    s.apply("", vec![tenant("acme")], false).unwrap();
+    s.apply("acme", vec![ws("pet", "1")], false).unwrap();
+    s.apply("default", vec![ws("other", "1")], false).unwrap();
+    let names = |t: &str| {
+        s.list(Kind::Workspace, t)
+            .unwrap()
+            .iter()
+            .map(|o| o.meta().name.clone())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(names("acme"), ["pet"]);
+    assert_eq!(names("default"), ["other"]);
+    assert!(s.get(Kind::Workspace, "default", "pet").unwrap().is_none());
+    s.create_token(Some("acme"), Role::Admin, "t").unwrap();
+    s.delete(Kind::Tenant, "", "acme").unwrap();
+    assert!(names("acme").is_empty());
+    assert!(s.list_tokens(Some("acme")).unwrap().is_empty());
+    assert!(matches!(
+        s.delete(Kind::Tenant, "", "default"),
+        Err(StoreError::Invalid(_))
+    ));
+}
+
+#[test]
+fn everything_survives_reopen_and_tokens_are_hashed() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("sng.db");
+    let token = {
+        let s = Store::open(&path).unwrap();
+        s.apply("default", vec![ws("pet", "1")], false).unwrap();
+        s.create_token(None, Role::Admin, "admin").unwrap().1
+    };
+    let s = Store::open(&path).unwrap();
+    assert_eq!(
+        s.get(Kind::Workspace, "default", "pet")
+            .unwrap()
+            .unwrap()
+            .meta()
+            .generation,
+        Some(1)
+    );
+    let p = s.authenticate(&token).unwrap().unwrap();
+    assert!(p.is_platform_admin());
+    assert!(s.authenticate("sng_wrong").unwrap().is_none());
+    drop(s);
+    for entry in std::fs::read_dir(dir.path()).unwrap() {
+        let bytes = std::fs::read(entry.unwrap().path()).unwrap();
+        assert!(
+            !String::from_utf8_lossy(&bytes).contains(&token),
+            "token stored in clear"
+        );
+    }
+}
