@@ -1,1 +1,121 @@
+//! The control plane in one process: the HTTP API over the store.
 #![forbid(unsafe_code)]
+
+pub mod error;
+mod routes;
+
+use std::io::Write as _;
+use std::os::unix::fs::{DirBuilderExt as _, OpenOptionsExt as _};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use sng_store::{Role, Store};
+
+pub use error::{ApiError, Cause, StatusBody};
+pub use routes::{router, AppState};
+
+/// Settings of `sng server`.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// Directory of the store and the admin token.
+    pub data_dir: PathBuf,
+    /// Address to listen on, e.g. `127.0.0.1:7373` (port 0 = any free port).
+    pub listen: String,
+}
+
+/// What can stop the server from starting.
+#[derive(Debug, thiserror::Error)]
+pub enum ServerError {
+    /// The data directory or a file in it could not be written.
+    #[error("cannot prepare data directory `{path}`")]
+    DataDir {
+        /// The path.
+        path: PathBuf,
+        /// Cause.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The store could not be opened.
+    #[error("cannot open the store")]
+    Store(#[from] sng_store::StoreError),
+    /// The listen address could not be bound.
+    #[error("cannot listen on `{addr}`")]
+    Listen {
+        /// The address.
+        addr: String,
+        /// Cause.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> ServerError + '_ {
+    move |source| ServerError::DataDir {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// Open the store in `data_dir` and, on first start, write the admin token to `admin.token` (0600).
+pub fn open_store(data_dir: &Path) -> Result<Store, ServerError> {
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(data_dir)
+        .map_err(io_err(data_dir))?;
+    let store = Store::open(&data_dir.join("sng.db"))?;
+    if !store.has_admin_token()? {
+        let (_, token) = store.create_token(None, Role::Admin, "platform admin (first start)")?;
+        let path = data_dir.join("admin.token");
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o600)
+            .open(&path)
+            .map_err(io_err(&path))?;
+        writeln!(file, "{token}").map_err(io_err(&path))?;
+        file.sync_all().map_err(io_err(&path))?;
+        tracing::info!(path = %path.display(), "wrote the admin token");
+    }
+    Ok(store)
+}
+
+/// Run the server until SIGTERM or SIGINT, then stop cleanly (in-flight requests finish).
+pub async fn run(config: Config) -> Result<(), ServerError> {
+    let store = Arc::new(open_store(&config.data_dir)?);
+    let listener = tokio::net::TcpListener::bind(&config.listen)
+        .await
+        .map_err(|source| ServerError::Listen {
+            addr: config.listen.clone(),
+            source,
+        })?;
+    let addr = listener.local_addr().map_err(|source| ServerError::Listen {
+        addr: config.listen.clone(),
+        source,
+    })?;
+    let url = format!("http://{addr}");
+    let url_path = config.data_dir.join("server.url");
+    std::fs::write(&url_path, format!("{url}\n")).map_err(io_err(&url_path))?;
+    tracing::info!(%url, data_dir = %config.data_dir.display(), "sng server listening");
+    let app = router(AppState { store });
+    axum::serve(listener, app)
+        .with_graceful_shutdown(shutdown_signal())
+        .await
+        .map_err(|source| ServerError::Listen {
+            addr: config.listen.clone(),
+            source,
+        })?;
+    let _ = std::fs::remove_file(&url_path);
+    tracing::info!("sng server stopped");
+    Ok(())
+}
+
+async fn shutdown_signal() {
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        .expect("install SIGTERM handler");
+    tokio::select! {
+        _ = term.recv() => tracing::info!("SIGTERM received, shutting down"),
+        _ = tokio::signal::ctrl_c() => tracing::info!("SIGINT received, shutting down"),
+    }
+}

@@ -1,0 +1,161 @@
+//! API errors: an HTTP code, a machine-readable reason, a message and field causes,
+//! in the shape of a Kubernetes `Status`.
+
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use serde::{Deserialize, Serialize};
+use sng_api::ObjectError;
+use sng_store::StoreError;
+
+/// One cause of a validation error.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Cause {
+    /// `Workspace "app"` or `document 2`.
+    pub object: String,
+    /// Field path.
+    pub field: String,
+    /// The rule.
+    pub message: String,
+}
+
+/// An error answered by the API.
+#[derive(Debug, Clone)]
+pub struct ApiError {
+    /// HTTP status.
+    pub code: StatusCode,
+    /// Machine-readable reason: `Invalid`, `NotFound`, `Conflict`, `AlreadyExists`, `Unauthorized`,
+    /// `Forbidden`, `BadRequest`, `ServiceUnavailable`, `InternalError`.
+    pub reason: &'static str,
+    /// Human-readable message.
+    pub message: String,
+    /// Field causes of a validation error.
+    pub causes: Vec<Cause>,
+}
+
+impl ApiError {
+    fn new(code: StatusCode, reason: &'static str, message: impl Into<String>) -> Self {
+        Self {
+            code,
+            reason,
+            message: message.into(),
+            causes: Vec::new(),
+        }
+    }
+
+    /// 400: the request itself is malformed.
+    pub fn bad_request(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::BAD_REQUEST, "BadRequest", message)
+    }
+
+    /// 401: no token or an unknown one.
+    pub fn unauthorized() -> Self {
+        Self::new(
+            StatusCode::UNAUTHORIZED,
+            "Unauthorized",
+            "missing or invalid token\nhint: pass `--token` or set `SNG_TOKEN` (the server writes its admin token to DATA_DIR/admin.token)",
+        )
+    }
+
+    /// 403: authenticated but not allowed.
+    pub fn forbidden(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::FORBIDDEN, "Forbidden", message)
+    }
+
+    /// 404.
+    pub fn not_found(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::NOT_FOUND, "NotFound", message)
+    }
+
+    /// 409: the object exists already.
+    pub fn already_exists(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::CONFLICT, "AlreadyExists", message)
+    }
+
+    /// 422 with one line per broken rule.
+    pub fn invalid(errors: &[ObjectError]) -> Self {
+        let causes: Vec<Cause> = errors
+            .iter()
+            .flat_map(|oe| {
+                oe.errors.iter().map(|fe| Cause {
+                    object: oe.object.clone(),
+                    field: fe.field.clone(),
+                    message: fe.message.clone(),
+                })
+            })
+            .collect();
+        let lines: Vec<String> = errors.iter().flat_map(ObjectError::lines).collect();
+        Self {
+            causes,
+            ..Self::new(StatusCode::UNPROCESSABLE_ENTITY, "Invalid", lines.join("\n"))
+        }
+    }
+
+    /// 422 for a single object and field.
+    pub fn invalid_field(object: &str, field: &str, message: &str) -> Self {
+        Self::invalid(&[ObjectError {
+            object: object.to_string(),
+            errors: vec![sng_api::FieldError::new(field, message)],
+        }])
+    }
+}
+
+impl From<StoreError> for ApiError {
+    fn from(e: StoreError) -> Self {
+        match &e {
+            StoreError::NotFound { kind, name } => ApiError::not_found(format!("{kind} `{name}` not found")),
+            StoreError::Conflict(m) => ApiError::new(StatusCode::CONFLICT, "Conflict", m.clone()),
+            StoreError::Invalid(m) => ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "Invalid", m.clone()),
+            StoreError::Unavailable(_) => ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "ServiceUnavailable",
+                "the store is busy; retry in a moment",
+            ),
+            StoreError::Corrupt(_) | StoreError::Db(_) => {
+                tracing::error!(error = ?e, "store error");
+                ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "InternalError", "internal store error; see the server log")
+            }
+        }
+    }
+}
+
+/// The wire shape of an error.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StatusBody {
+    /// Always `Status`.
+    pub kind: String,
+    /// Always `Failure`.
+    pub status: String,
+    /// HTTP code.
+    pub code: u16,
+    /// Machine-readable reason.
+    pub reason: String,
+    /// Message.
+    pub message: String,
+    /// Causes.
+    #[serde(default)]
+    pub details: StatusDetails,
+}
+
+/// Causes of a failure.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct StatusDetails {
+    /// One per broken rule.
+    #[serde(default)]
+    pub causes: Vec<Cause>,
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let body = StatusBody {
+            kind: "Status".into(),
+            status: "Failure".into(),
+            code: self.code.as_u16(),
+            reason: self.reason.into(),
+            message: self.message,
+            details: StatusDetails { causes: self.causes },
+        };
+        (self.code, Json(body)).into_response()
+    }
+}

@@ -1,0 +1,306 @@
+//! Routes of the API. Every query is scoped by the tenant of the path, and a token only sees
+//! its own tenant: another tenant answers 404, as if it did not exist.
+
+use std::sync::Arc;
+
+use axum::extract::rejection::JsonRejection;
+use axum::extract::{FromRequestParts, Path, Query, State};
+use axum::http::request::Parts;
+use axum::http::StatusCode;
+use axum::response::IntoResponse;
+use axum::routing::{get, post, put};
+use axum::{Json, Router};
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+use sng_api::{Kind, Object};
+use sng_store::{ApplyOutcome, Principal, Role, Store, StoreError};
+
+use crate::error::ApiError;
+
+/// Shared state of the handlers.
+#[derive(Clone)]
+pub struct AppState {
+    /// The store.
+    pub store: Arc<Store>,
+}
+
+/// The whole API.
+pub fn router(state: AppState) -> Router {
+    Router::new()
+        .route("/healthz", get(|| async { "ok" }))
+        .route("/api/v1/tenants", get(list_tenants).post(create_tenant))
+        .route("/api/v1/tenants/{tenant}", get(get_tenant).delete(delete_tenant))
+        .route("/api/v1/tenants/{tenant}/apply", post(apply))
+        .route("/api/v1/tenants/{tenant}/{kind}", get(list))
+        .route("/api/v1/tenants/{tenant}/{kind}/{name}", get(get_one).delete(delete_one))
+        .route("/api/v1/tenants/{tenant}/{kind}/{name}/status", put(write_status).patch(write_status))
+        .fallback(|| async { ApiError::not_found("no such API path") })
+        .with_state(state)
+}
+
+/// Run a store call off the async threads.
+async fn blocking<T: Send + 'static>(
+    state: &AppState,
+    f: impl FnOnce(&Store) -> Result<T, StoreError> + Send + 'static,
+) -> Result<T, ApiError> {
+    let store = state.store.clone();
+    tokio::task::spawn_blocking(move || f(&store))
+        .await
+        .map_err(|_| ApiError::bad_request("request aborted"))?
+        .map_err(ApiError::from)
+}
+
+/// The caller, from `Authorization: Bearer <token>`.
+pub struct Caller(pub Principal);
+
+impl FromRequestParts<AppState> for Caller {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+        let token = parts
+            .headers
+            .get(axum::http::header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "))
+            .map(str::trim)
+            .filter(|t| !t.is_empty())
+            .ok_or_else(ApiError::unauthorized)?
+            .to_string();
+        blocking(state, move |s| s.authenticate(&token))
+            .await?
+            .map(Caller)
+            .ok_or_else(ApiError::unauthorized)
+    }
+}
+
+impl Caller {
+    /// Tenants of others answer 404, as if they did not exist.
+    fn scope(&self, tenant: &str) -> Result<(), ApiError> {
+        if self.0.can_see(tenant) {
+            Ok(())
+        } else {
+            Err(ApiError::not_found(format!("Tenant `{tenant}` not found")))
+        }
+    }
+
+    fn platform_admin(&self, what: &str) -> Result<(), ApiError> {
+        if self.0.is_platform_admin() {
+            Ok(())
+        } else {
+            Err(ApiError::forbidden(format!("{what} needs the platform admin token")))
+        }
+    }
+}
+
+fn kind_of(word: &str) -> Result<Kind, ApiError> {
+    Kind::parse(word).ok_or_else(|| {
+        ApiError::not_found(format!(
+            "unknown kind `{word}`; expected one of workspaces, providers, secrets, tenants"
+        ))
+    })
+}
+
+/// An object as answered: secret values only when `reveal` is asked.
+fn render(mut obj: Object, reveal: bool) -> Value {
+    if let Object::Secret(s) = &mut obj {
+        if !reveal {
+            s.redact();
+        }
+    }
+    obj.to_value()
+}
+
+fn list_body(items: Vec<Value>) -> Value {
+    json!({"apiVersion": "v1", "kind": "List", "items": items})
+}
+
+#[derive(Deserialize, Default)]
+struct GetQuery {
+    #[serde(default)]
+    reveal: bool,
+}
+
+async fn list_tenants(State(st): State<AppState>, caller: Caller) -> Result<Json<Value>, ApiError> {
+    let tenants = blocking(&st, |s| s.list(Kind::Tenant, "")).await?;
+    let items = tenants
+        .into_iter()
+        .filter(|t| caller.0.can_see(&t.meta().name))
+        .map(|t| render(t, false))
+        .collect();
+    Ok(Json(list_body(items)))
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct CreateTenant {
+    name: String,
+    #[serde(default)]
+    production: bool,
+    #[serde(default)]
+    display_name: Option<String>,
+}
+
+/// Answer to a tenant creation: the tenant and its admin token, shown once.
+#[derive(Serialize, Deserialize)]
+pub struct TenantCreated {
+    /// The tenant.
+    pub tenant: Value,
+    /// The tenant admin token.
+    pub token: String,
+}
+
+async fn create_tenant(
+    State(st): State<AppState>,
+    caller: Caller,
+    body: Result<Json<CreateTenant>, JsonRejection>,
+) -> Result<(StatusCode, Json<TenantCreated>), ApiError> {
+    caller.platform_admin("creating a tenant")?;
+    let Json(req) = body.map_err(|e| ApiError::bad_request(e.body_text()))?;
+    let doc = json!({"apiVersion": sng_api::GROUP_VERSION, "kind": "Tenant", "metadata": {"name": req.name},
+                     "spec": {"production": req.production, "displayName": req.display_name}});
+    let tenant = sng_api::decode(&doc, 1).map_err(|e| ApiError::invalid(&[e]))?;
+    let name = req.name.clone();
+    let (obj, token) = blocking(&st, move |s| {
+        if s.get(Kind::Tenant, "", &name)?.is_some() {
+            return Err(StoreError::Conflict(format!("Tenant `{name}` already exists")));
+        }
+        let obj = s.apply("", vec![tenant], false)?.remove(0).object;
+        let (_, token) = s.create_token(Some(&name), Role::Admin, "tenant admin (created with the tenant)")?;
+        Ok((obj, token))
+    })
+    .await
+    .map_err(|e| match e.reason {
+        "Conflict" => ApiError::already_exists(e.message),
+        _ => e,
+    })?;
+    Ok((StatusCode::CREATED, Json(TenantCreated { tenant: render(obj, false), token })))
+}
+
+async fn get_tenant(State(st): State<AppState>, caller: Caller, Path(tenant): Path<String>) -> Result<Json<Value>, ApiError> {
+    caller.scope(&tenant)?;
+    let name = tenant.clone();
+    let obj = blocking(&st, move |s| s.get(Kind::Tenant, "", &name))
+        .await?
+        .ok_or_else(|| ApiError::not_found(format!("Tenant `{tenant}` not found")))?;
+    Ok(Json(render(obj, false)))
+}
+
+async fn delete_tenant(State(st): State<AppState>, caller: Caller, Path(tenant): Path<String>) -> Result<Json<Value>, ApiError> {
+    caller.platform_admin("deleting a tenant")?;
+    let obj = blocking(&st, move |s| s.delete(Kind::Tenant, "", &tenant)).await?;
+    Ok(Json(render(obj, false)))
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct ApplyRequest {
+    items: Vec<Value>,
+    #[serde(default)]
+    dry_run: bool,
+}
+
+/// One line of an apply answer.
+#[derive(Serialize, Deserialize)]
+pub struct ApplyResult {
+    /// Kind of the object.
+    pub kind: String,
+    /// Name of the object.
+    pub name: String,
+    /// `created`, `configured` or `unchanged`.
+    pub outcome: ApplyOutcome,
+    /// The object as stored (secret values hidden).
+    pub object: Value,
+}
+
+async fn apply(
+    State(st): State<AppState>,
+    caller: Caller,
+    Path(tenant): Path<String>,
+    body: Result<Json<ApplyRequest>, JsonRejection>,
+) -> Result<Json<Value>, ApiError> {
+    caller.scope(&tenant)?;
+    let Json(req) = body.map_err(|e| ApiError::bad_request(e.body_text()))?;
+    let objects = sng_api::decode_all(&req.items).map_err(|errs| ApiError::invalid(&errs))?;
+    for obj in &objects {
+        if obj.kind() == Kind::Tenant {
+            caller.platform_admin("applying a Tenant")?;
+        }
+        if let Some(t) = obj.meta().tenant.as_deref().filter(|t| *t != tenant && obj.kind().namespaced()) {
+            return Err(ApiError::invalid_field(
+                &obj.label(),
+                "metadata.tenant",
+                &format!("`{t}` does not match the active tenant `{tenant}`; remove it or switch tenant"),
+            ));
+        }
+    }
+    let dry_run = req.dry_run;
+    let applied = blocking(&st, move |s| s.apply(&tenant, objects, dry_run)).await?;
+    let items: Vec<ApplyResult> = applied
+        .into_iter()
+        .map(|a| ApplyResult {
+            kind: a.object.kind().to_string(),
+            name: a.object.meta().name.clone(),
+            outcome: a.outcome,
+            object: render(a.object, false),
+        })
+        .collect();
+    Ok(Json(json!({"items": items, "dryRun": dry_run})))
+}
+
+async fn list(
+    State(st): State<AppState>,
+    caller: Caller,
+    Path((tenant, kind)): Path<(String, String)>,
+) -> Result<Json<Value>, ApiError> {
+    caller.scope(&tenant)?;
+    let kind = kind_of(&kind)?;
+    if kind == Kind::Tenant {
+        return list_tenants(State(st), caller).await;
+    }
+    let t = tenant.clone();
+    let objects = blocking(&st, move |s| {
+        if s.get(Kind::Tenant, "", &t)?.is_none() {
+            return Err(StoreError::not_found("Tenant", &t));
+        }
+        s.list(kind, &t)
+    })
+    .await?;
+    Ok(Json(list_body(objects.into_iter().map(|o| render(o, false)).collect())))
+}
+
+async fn get_one(
+    State(st): State<AppState>,
+    caller: Caller,
+    Path((tenant, kind, name)): Path<(String, String, String)>,
+    Query(q): Query<GetQuery>,
+) -> Result<Json<Value>, ApiError> {
+    caller.scope(&tenant)?;
+    let kind = kind_of(&kind)?;
+    if kind == Kind::Tenant {
+        caller.scope(&name)?;
+    }
+    let n = name.clone();
+    let obj = blocking(&st, move |s| s.get(kind, &tenant, &n))
+        .await?
+        .ok_or_else(|| ApiError::not_found(format!("{kind} `{name}` not found")))?;
+    Ok(Json(render(obj, q.reveal)))
+}
+
+async fn delete_one(
+    State(st): State<AppState>,
+    caller: Caller,
+    Path((tenant, kind, name)): Path<(String, String, String)>,
+) -> Result<Json<Value>, ApiError> {
+    caller.scope(&tenant)?;
+    let kind = kind_of(&kind)?;
+    if kind == Kind::Tenant {
+        caller.platform_admin("deleting a tenant")?;
+    }
+    let obj = blocking(&st, move |s| s.delete(kind, &tenant, &name)).await?;
+    Ok(Json(render(obj, false)))
+}
+
+async fn write_status(caller: Caller) -> impl IntoResponse {
+    let _ = caller;
+    ApiError::forbidden("status is written by the platform only; change the spec instead")
+}

@@ -1,0 +1,75 @@
+//! `sng apply -f FILE|DIR|-`: every document of every file in one request, applied all or nothing.
+
+use std::io::Read as _;
+use std::path::Path;
+
+use serde_json::{json, Value};
+
+use crate::cli::{ApplyArgs, CliError};
+use crate::client::Client;
+
+/// The texts to apply, with the name of where each came from.
+fn read_sources(files: &[String]) -> Result<Vec<(String, String)>, CliError> {
+    let mut out = Vec::new();
+    for f in files {
+        if f == "-" {
+            let mut text = String::new();
+            std::io::stdin()
+                .read_to_string(&mut text)
+                .map_err(|e| CliError::rejected(format!("cannot read stdin: {e}")))?;
+            out.push(("-".to_string(), text));
+            continue;
+        }
+        let path = Path::new(f);
+        let meta = std::fs::metadata(path)
+            .map_err(|_| CliError::Usage(format!("the path `{f}` does not exist")))?;
+        let mut paths = Vec::new();
+        if meta.is_dir() {
+            let entries = std::fs::read_dir(path).map_err(|e| CliError::rejected(format!("cannot read `{f}`: {e}")))?;
+            for entry in entries.flatten() {
+                let p = entry.path();
+                let manifest = p.extension().and_then(|e| e.to_str()).is_some_and(|e| matches!(e, "yaml" | "yml" | "json"));
+                if manifest && p.is_file() {
+                    paths.push(p);
+                }
+            }
+            paths.sort();
+        } else {
+            paths.push(path.to_path_buf());
+        }
+        for p in paths {
+            let text = std::fs::read_to_string(&p)
+                .map_err(|e| CliError::rejected(format!("cannot read `{}`: {e}", p.display())))?;
+            out.push((p.display().to_string(), text));
+        }
+    }
+    Ok(out)
+}
+
+pub fn apply(client: &Client, tenant: &str, args: &ApplyArgs) -> Result<(), CliError> {
+    let mut items: Vec<Value> = Vec::new();
+    let mut errors = Vec::new();
+    for (name, text) in read_sources(&args.files)? {
+        match sng_api::parse_documents(&text, &name) {
+            Ok(docs) => items.extend(docs),
+            Err(e) => errors.push(e.to_string()),
+        }
+    }
+    if !errors.is_empty() {
+        return Err(CliError::Rejected(errors));
+    }
+    if items.is_empty() {
+        return Err(CliError::rejected("no objects passed to apply"));
+    }
+    let answer = client.post(&format!("/tenants/{tenant}/apply"), &json!({"items": items, "dryRun": args.dry_run}))?;
+    let suffix = if args.dry_run { " (dry run)" } else { "" };
+    for item in answer["items"].as_array().into_iter().flatten() {
+        println!(
+            "{}/{} {}{suffix}",
+            item["kind"].as_str().unwrap_or_default().to_ascii_lowercase(),
+            item["name"].as_str().unwrap_or_default(),
+            item["outcome"].as_str().unwrap_or_default()
+        );
+    }
+    Ok(())
+}

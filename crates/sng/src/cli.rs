@@ -1,0 +1,222 @@
+//! Command-line interface, with kubectl habits: errors on stderr as `error: …`, data on stdout,
+//! exit code 0 on success, 1 on a rejected request, 2 on usage errors.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use sng_api::Kind;
+
+use crate::client::Client;
+
+/// sng applies OpenTofu modules published in OCI registries into isolated tenants, declaratively.
+#[derive(Parser, Debug)]
+#[command(name = "sng", version, propagate_version = true)]
+pub struct Cli {
+    #[command(flatten)]
+    pub global: Global,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Connection settings of the client commands.
+#[derive(Args, Debug, Clone)]
+pub struct Global {
+    /// URL of the sng server.
+    #[arg(long, env = "SNG_SERVER", default_value = "http://127.0.0.1:7373", global = true)]
+    pub server: String,
+    /// API token (the server writes its admin token to DATA_DIR/admin.token).
+    #[arg(long, env = "SNG_TOKEN", global = true, hide_env_values = true)]
+    pub token: Option<String>,
+    /// Tenant to act in.
+    #[arg(long, env = "SNG_TENANT", default_value = "default", global = true)]
+    pub tenant: String,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Run the control plane: HTTP API and embedded store.
+    Server(ServerArgs),
+    /// Create or update objects from manifests (YAML or JSON, multi-document).
+    Apply(ApplyArgs),
+    /// Read and delete objects of a kind.
+    Kind {
+        #[command(subcommand)]
+        command: KindCommand,
+    },
+    /// Manage tenants.
+    Tenant {
+        #[command(subcommand)]
+        command: TenantCommand,
+    },
+    /// Print the JSON Schema of a kind, for editors.
+    Schema {
+        /// Workspace, Provider, Secret or Tenant.
+        kind: String,
+    },
+}
+
+#[derive(Args, Debug)]
+pub struct ServerArgs {
+    /// Directory of the store and the admin token.
+    #[arg(long, env = "SNG_DATA_DIR", default_value = ".sng")]
+    pub data_dir: PathBuf,
+    /// Address to listen on (port 0 picks a free port, written to DATA_DIR/server.url).
+    #[arg(long, env = "SNG_LISTEN", default_value = "127.0.0.1:7373")]
+    pub listen: String,
+}
+
+#[derive(Args, Debug)]
+pub struct ApplyArgs {
+    /// File, directory (its *.yaml, *.yml and *.json files) or `-` for stdin. Repeatable.
+    #[arg(short = 'f', long = "filename", required = true)]
+    pub files: Vec<String>,
+    /// Validate and show what would change, without changing anything.
+    #[arg(long)]
+    pub dry_run: bool,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum KindCommand {
+    /// List objects of a kind, or show one.
+    Get {
+        /// Kind: case-insensitive, singular or plural (workspace, workspaces, ws, …).
+        kind: String,
+        /// Name of one object.
+        name: Option<String>,
+        /// Output format.
+        #[arg(short, long, value_enum)]
+        output: Option<Output>,
+    },
+    /// Delete an object.
+    Delete {
+        /// Kind: case-insensitive, singular or plural.
+        kind: String,
+        /// Name of the object.
+        name: String,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+pub enum TenantCommand {
+    /// Create a tenant; prints its admin token alone on the last line (shown once).
+    Create {
+        /// Name of the tenant (DNS-1123 label).
+        name: String,
+        /// Mark the tenant as production.
+        #[arg(long)]
+        production: bool,
+    },
+    /// List the tenants visible to the token.
+    List {
+        /// Output format.
+        #[arg(short, long, value_enum)]
+        output: Option<Output>,
+    },
+}
+
+/// Output formats of `get`.
+#[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Output {
+    /// YAML (secret values included when one secret is asked by name).
+    Yaml,
+    /// JSON (secret values included when one secret is asked by name).
+    Json,
+    /// A table with more columns.
+    Wide,
+}
+
+/// Why a command failed, and its exit code.
+#[derive(Debug)]
+pub enum CliError {
+    /// The command line is wrong (exit 2).
+    Usage(String),
+    /// The request was rejected or failed (exit 1); one `error:` line each.
+    Rejected(Vec<String>),
+}
+
+impl CliError {
+    /// A rejection with one message (may hold a `hint:` line).
+    pub fn rejected(message: impl Into<String>) -> Self {
+        CliError::Rejected(vec![message.into()])
+    }
+
+    /// Print to stderr and give the exit code.
+    pub fn report(self) -> ExitCode {
+        let (lines, code) = match self {
+            CliError::Usage(m) => (vec![m], 2),
+            CliError::Rejected(lines) => (lines, 1),
+        };
+        for line in lines {
+            for (i, part) in line.lines().enumerate() {
+                if i == 0 || !part.starts_with("hint:") {
+                    eprintln!("error: {part}");
+                } else {
+                    eprintln!("{part}");
+                }
+            }
+        }
+        ExitCode::from(code)
+    }
+}
+
+pub fn parse_kind(word: &str) -> Result<Kind, CliError> {
+    Kind::parse(word).ok_or_else(|| {
+        CliError::Usage(format!(
+            "unknown kind `{word}`\nhint: one of workspace, provider, secret, tenant (singular, plural or short name)"
+        ))
+    })
+}
+
+pub fn run(cli: Cli) -> Result<(), CliError> {
+    let g = cli.global;
+    match cli.command {
+        Command::Server(args) => run_server(args),
+        Command::Schema { kind } => {
+            let kind = parse_kind(&kind)?;
+            let schema = sng_api::schema::schema_of(kind);
+            println!("{}", serde_json::to_string_pretty(&schema).expect("json"));
+            Ok(())
+        }
+        Command::Apply(args) => crate::apply::apply(&Client::new(&g)?, &g.tenant, &args),
+        Command::Kind { command } => match command {
+            KindCommand::Get { kind, name, output } => {
+                crate::get::get(&Client::new(&g)?, &g.tenant, parse_kind(&kind)?, name.as_deref(), output)
+            }
+            KindCommand::Delete { kind, name } => {
+                crate::get::delete(&Client::new(&g)?, &g.tenant, parse_kind(&kind)?, &name)
+            }
+        },
+        Command::Tenant { command } => match command {
+            TenantCommand::Create { name, production } => crate::get::tenant_create(&Client::new(&g)?, &name, production),
+            TenantCommand::List { output } => crate::get::get(&Client::new(&g)?, &g.tenant, Kind::Tenant, None, output),
+        },
+    }
+}
+
+fn run_server(args: ServerArgs) -> Result<(), CliError> {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("SNG_LOG").unwrap_or_else(|_| "info".into()),
+        )
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .init();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| CliError::rejected(format!("cannot start the runtime: {e}")))?;
+    let config = sng_server::Config {
+        data_dir: args.data_dir,
+        listen: args.listen,
+    };
+    runtime.block_on(sng_server::run(config)).map_err(|e| {
+        let mut msg = e.to_string();
+        let mut source = std::error::Error::source(&e);
+        while let Some(s) = source {
+            msg.push_str(&format!(": {s}"));
+            source = s.source();
+        }
+        CliError::rejected(msg)
+    })
+}

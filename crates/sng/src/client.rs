@@ -1,0 +1,87 @@
+//! HTTP client of the API, as kubectl is for Kubernetes.
+
+use reqwest::blocking::{Client as Http, RequestBuilder};
+use serde_json::Value;
+use sng_server::StatusBody;
+
+use crate::cli::{CliError, Global};
+
+/// A client bound to a server and a token.
+pub struct Client {
+    http: Http,
+    base: String,
+    token: String,
+}
+
+impl Client {
+    /// A client from the global flags; a token is required.
+    pub fn new(g: &Global) -> Result<Client, CliError> {
+        let token = g.token.clone().filter(|t| !t.trim().is_empty()).ok_or_else(|| {
+            CliError::Usage(
+                "no token\nhint: pass `--token` or set `SNG_TOKEN` (the server writes its admin token to DATA_DIR/admin.token)".into(),
+            )
+        })?;
+        let http = Http::builder()
+            .timeout(std::time::Duration::from_secs(60))
+            .build()
+            .map_err(|e| CliError::rejected(format!("cannot build the HTTP client: {e}")))?;
+        Ok(Client {
+            http,
+            base: g.server.trim_end_matches('/').to_string(),
+            token: token.trim().to_string(),
+        })
+    }
+
+    /// URL of an API path.
+    pub fn url(&self, path: &str) -> String {
+        format!("{}/api/v1{path}", self.base)
+    }
+
+    fn send(&self, req: RequestBuilder) -> Result<Value, CliError> {
+        let resp = req.bearer_auth(&self.token).send().map_err(|e| {
+            let what = if e.is_connect() { "cannot connect to" } else { "request to" };
+            CliError::rejected(format!(
+                "{what} the sng server at `{}` failed\nhint: start one with `sng server` or set `SNG_SERVER`",
+                self.base
+            ))
+        })?;
+        let status = resp.status();
+        let text = resp.text().unwrap_or_default();
+        if status.is_success() {
+            return serde_json::from_str(&text)
+                .map_err(|_| CliError::rejected(format!("the server answered {status} with a body that is not JSON")));
+        }
+        match serde_json::from_str::<StatusBody>(&text) {
+            Ok(body) if !body.details.causes.is_empty() => Err(CliError::Rejected(
+                body.details
+                    .causes
+                    .iter()
+                    .map(|c| {
+                        if c.field.is_empty() {
+                            format!("{}: {}", c.object, c.message)
+                        } else {
+                            format!("{}: {}: {}", c.object, c.field, c.message)
+                        }
+                    })
+                    .collect(),
+            )),
+            Ok(body) => Err(CliError::rejected(body.message)),
+            Err(_) => Err(CliError::rejected(format!("the server answered {status}"))),
+        }
+    }
+
+    /// GET a path.
+    pub fn get(&self, path: &str) -> Result<Value, CliError> {
+        self.send(self.http.get(self.url(path)))
+    }
+
+    /// POST JSON to a path.
+    pub fn post(&self, path: &str, body: &Value) -> Result<Value, CliError> {
+        self.send(self.http.post(self.url(path)).json(body))
+    }
+
+    /// DELETE a path.
+    pub fn delete(&self, path: &str) -> Result<Value, CliError> {
+        self.send(self.http.delete(self.url(path)))
+    }
+}

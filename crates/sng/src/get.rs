@@ -1,0 +1,65 @@
+//! `sng kind get|delete` and `sng tenant create|list`.
+
+use serde_json::{json, Value};
+use sng_api::Kind;
+
+use crate::cli::{CliError, Output};
+use crate::client::Client;
+use crate::table;
+
+fn object_path(tenant: &str, kind: Kind, name: Option<&str>) -> String {
+    match (kind, name) {
+        (Kind::Tenant, None) => "/tenants".to_string(),
+        (Kind::Tenant, Some(n)) => format!("/tenants/{n}"),
+        (_, None) => format!("/tenants/{tenant}/{}", kind.plural()),
+        (_, Some(n)) => format!("/tenants/{tenant}/{}/{n}", kind.plural()),
+    }
+}
+
+fn print_value(value: &Value, output: Output) {
+    match output {
+        Output::Json => println!("{}", serde_json::to_string_pretty(value).expect("json")),
+        _ => print!("{}", serde_yaml::to_string(value).expect("yaml")),
+    }
+}
+
+pub fn get(client: &Client, tenant: &str, kind: Kind, name: Option<&str>, output: Option<Output>) -> Result<(), CliError> {
+    // Secret values are shown only when one secret is asked by name in yaml or json.
+    let reveal = kind == Kind::Secret && name.is_some() && matches!(output, Some(Output::Yaml | Output::Json));
+    let mut path = object_path(tenant, kind, name);
+    if reveal {
+        path.push_str("?reveal=true");
+    }
+    let answer = client.get(&path)?;
+    match output {
+        Some(o @ (Output::Yaml | Output::Json)) => print_value(&answer, o),
+        _ => {
+            let items: Vec<Value> = match name {
+                Some(_) => vec![answer],
+                None => answer["items"].as_array().cloned().unwrap_or_default(),
+            };
+            if items.is_empty() {
+                eprintln!("No {} found in tenant {tenant}.", kind.plural());
+                return Ok(());
+            }
+            let now = chrono::Utc::now();
+            print!("{}", table::render(kind, &items, output == Some(Output::Wide), now));
+        }
+    }
+    Ok(())
+}
+
+pub fn delete(client: &Client, tenant: &str, kind: Kind, name: &str) -> Result<(), CliError> {
+    client.delete(&object_path(tenant, kind, Some(name)))?;
+    println!("{}/{name} deleted", kind.as_str().to_ascii_lowercase());
+    Ok(())
+}
+
+pub fn tenant_create(client: &Client, name: &str, production: bool) -> Result<(), CliError> {
+    let answer = client.post("/tenants", &json!({"name": name, "production": production}))?;
+    let token = answer["token"].as_str().unwrap_or_default();
+    println!("tenant/{name} created");
+    println!("# admin token of tenant {name}, shown only once:");
+    println!("{token}");
+    Ok(())
+}

@@ -1,0 +1,229 @@
+//! Tables of `sng kind get`, as kubectl prints them.
+
+use chrono::{DateTime, Utc};
+use serde_json::Value;
+use sng_api::Kind;
+
+/// Short age as kubectl shows it: `45s`, `12m`, `5h`, `3d`.
+pub fn age(created: Option<&str>, now: DateTime<Utc>) -> String {
+    let Some(created) = created.and_then(|c| DateTime::parse_from_rfc3339(c).ok()) else {
+        return "<unknown>".into();
+    };
+    let secs = (now - created.with_timezone(&Utc)).num_seconds().max(0);
+    match secs {
+        s if s < 120 => format!("{s}s"),
+        s if s < 7200 => format!("{}m", s / 60),
+        s if s < 172_800 => format!("{}h", s / 3600),
+        s => format!("{}d", s / 86_400),
+    }
+}
+
+fn str_at<'a>(v: &'a Value, path: &[&str]) -> Option<&'a str> {
+    path.iter().try_fold(v, |v, k| v.get(k)).and_then(Value::as_str)
+}
+
+fn condition<'a>(v: &'a Value, type_: &str) -> Option<&'a Value> {
+    v.pointer("/status/conditions")?
+        .as_array()?
+        .iter()
+        .find(|c| c["type"] == type_)
+}
+
+/// READY and STATUS of a workspace: the condition that best says what it is doing.
+pub fn workspace_state(v: &Value) -> (String, String) {
+    let ready = condition(v, "Ready")
+        .and_then(|c| c["status"].as_str())
+        .unwrap_or("Unknown")
+        .to_string();
+    let is_true = |t: &str| condition(v, t).is_some_and(|c| c["status"] == "True");
+    let reason_of = |t: &str| {
+        condition(v, t)
+            .and_then(|c| c["reason"].as_str())
+            .filter(|r| !r.is_empty())
+            .unwrap_or(t)
+            .to_string()
+    };
+    let status = if v.pointer("/metadata/deletionTimestamp").is_some() {
+        "Deleting".to_string()
+    } else if let Some(t) = ["Failed", "AwaitingApproval", "Applying", "Planning", "Drifted"]
+        .into_iter()
+        .find(|t| is_true(t))
+    {
+        reason_of(t)
+    } else if is_true("Ready") {
+        "Ready".into()
+    } else if v.pointer("/spec/suspend") == Some(&Value::Bool(true)) {
+        "Suspended".into()
+    } else if let Some(c) = condition(v, "Ready") {
+        c["reason"].as_str().filter(|r| !r.is_empty()).unwrap_or("NotReady").to_string()
+    } else {
+        "Pending".into()
+    };
+    (ready, status)
+}
+
+fn plan_counts(v: &Value) -> String {
+    match v.pointer("/status/lastPlan") {
+        Some(p) => {
+            let n = |k: &str| p[k].as_i64().unwrap_or(0);
+            let mut s = format!("+{} ~{} -{}", n("add"), n("change"), n("destroy"));
+            if n("import") > 0 {
+                s.push_str(&format!(" <{}", n("import")));
+            }
+            s
+        }
+        None => "-".into(),
+    }
+}
+
+fn row(kind: Kind, v: &Value, wide: bool, now: DateTime<Utc>) -> Vec<String> {
+    let name = str_at(v, &["metadata", "name"]).unwrap_or_default().to_string();
+    let age = age(str_at(v, &["metadata", "creationTimestamp"]), now);
+    let s = |x: Option<&str>| x.unwrap_or("-").to_string();
+    match kind {
+        Kind::Workspace => {
+            let (ready, status) = workspace_state(v);
+            let mut r = vec![name, ready, status, plan_counts(v), age];
+            if wide {
+                let version = str_at(v, &["spec", "module", "digest"])
+                    .map(|d| d.chars().take(19).collect())
+                    .or_else(|| str_at(v, &["spec", "module", "tag"]).map(str::to_string))
+                    .unwrap_or_else(|| "latest".into());
+                let gen = v.pointer("/metadata/generation").and_then(Value::as_i64).unwrap_or(0);
+                let observed = v.pointer("/status/observedGeneration").and_then(Value::as_i64);
+                r.extend([
+                    s(str_at(v, &["spec", "module", "source"])),
+                    version,
+                    match observed {
+                        Some(o) => format!("{gen}/{o}"),
+                        None => format!("{gen}/-"),
+                    },
+                    s(str_at(v, &["status", "lastRunAt"])),
+                ]);
+            }
+            r
+        }
+        Kind::Provider => {
+            let mut r = vec![name, s(str_at(v, &["spec", "source"])), s(str_at(v, &["spec", "version"])), age];
+            if wide {
+                r.push(s(str_at(v, &["spec", "alias"])));
+            }
+            r
+        }
+        Kind::Secret => {
+            let keys = v.pointer("/status/keys").and_then(Value::as_array).map(Vec::len);
+            let data = keys.or_else(|| v.get("data").and_then(Value::as_object).map(|m| m.len())).unwrap_or(0);
+            vec![name, s(v.get("type").and_then(Value::as_str)), data.to_string(), age]
+        }
+        Kind::Tenant => {
+            let prod = v.pointer("/spec/production") == Some(&Value::Bool(true));
+            let mut r = vec![name, if prod { "PROD".into() } else { "-".into() }, age];
+            if wide {
+                r.push(s(str_at(v, &["spec", "displayName"])));
+            }
+            r
+        }
+    }
+}
+
+fn header(kind: Kind, wide: bool) -> Vec<&'static str> {
+    let (base, extra): (&[&str], &[&str]) = match kind {
+        Kind::Workspace => (&["NAME", "READY", "STATUS", "PLAN", "AGE"], &["MODULE", "VERSION", "GEN/OBSERVED", "LAST RUN"]),
+        Kind::Provider => (&["NAME", "SOURCE", "VERSION", "AGE"], &["ALIAS"]),
+        Kind::Secret => (&["NAME", "TYPE", "DATA", "AGE"], &[]),
+        Kind::Tenant => (&["NAME", "PRODUCTION", "AGE"], &["DISPLAY NAME"]),
+    };
+    let mut h = base.to_vec();
+    if wide {
+        h.extend_from_slice(extra);
+    }
+    h
+}
+
+/// The table of objects of one kind, columns aligned with three spaces.
+pub fn render(kind: Kind, items: &[Value], wide: bool, now: DateTime<Utc>) -> String {
+    let mut rows = vec![header(kind, wide).into_iter().map(String::from).collect::<Vec<_>>()];
+    rows.extend(items.iter().map(|v| row(kind, v, wide, now)));
+    let cols = rows[0].len();
+    let widths: Vec<usize> = (0..cols)
+        .map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
+        .collect();
+    let mut out = String::new();
+    for r in rows {
+        let line: Vec<String> = r
+            .iter()
+            .enumerate()
+            .map(|(i, cell)| {
+                if i + 1 == cols {
+                    cell.clone()
+                } else {
+                    format!("{cell:<w$}", w = widths[i])
+                }
+            })
+            .collect();
+        out.push_str(line.join("   ").trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn ages() {
+        let now = DateTime::parse_from_rfc3339("2026-01-10T00:00:00Z").unwrap().with_timezone(&Utc);
+        for (created, want) in [
+            ("2026-01-09T23:59:15Z", "45s"),
+            ("2026-01-09T23:48:00Z", "12m"),
+            ("2026-01-09T19:00:00Z", "5h"),
+            ("2026-01-07T00:00:00Z", "3d"),
+            ("garbage", "<unknown>"),
+        ] {
+            assert_eq!(age(Some(created), now), want, "{created}");
+        }
+    }
+
+    #[test]
+    fn workspace_states() {
+        let cond = |t: &str, s: &str, r: &str| json!({"type": t, "status": s, "reason": r});
+        let table = [
+            (json!({}), ("Unknown", "Pending")),
+            (json!({"spec": {"suspend": true}}), ("Unknown", "Suspended")),
+            (json!({"status": {"conditions": [cond("Ready", "True", "Succeeded")]}}), ("True", "Ready")),
+            (
+                json!({"status": {"conditions": [cond("Ready", "False", "SecretNotFound"), cond("Failed", "True", "SecretNotFound")]}}),
+                ("False", "SecretNotFound"),
+            ),
+            (
+                json!({"status": {"conditions": [cond("Ready", "False", "Planning"), cond("Planning", "True", "")]}}),
+                ("False", "Planning"),
+            ),
+            (
+                json!({"status": {"conditions": [cond("Ready", "True", ""), cond("Drifted", "True", "DriftDetected")]}}),
+                ("True", "DriftDetected"),
+            ),
+            (json!({"status": {"conditions": [cond("Ready", "False", "DependencyNotReady")]}}), ("False", "DependencyNotReady")),
+        ];
+        for (v, (ready, status)) in table {
+            assert_eq!(workspace_state(&v), (ready.to_string(), status.to_string()), "{v}");
+        }
+    }
+
+    #[test]
+    fn table_aligns_columns() {
+        let now = Utc::now();
+        let items = [
+            json!({"metadata": {"name": "pet"}, "status": {"lastPlan": {"add": 2, "change": 0, "destroy": 1, "import": 1}}}),
+            json!({"metadata": {"name": "network-long"}}),
+        ];
+        let out = render(Kind::Workspace, &items, false, now);
+        let lines: Vec<&str> = out.lines().collect();
+        assert_eq!(lines.len(), 3);
+        assert!(lines[0].starts_with("NAME           READY"));
+        assert!(lines[1].contains("+2 ~0 -1 <1"), "{}", lines[1]);
+        assert!(lines[2].contains("Pending"));
+    }
+}
