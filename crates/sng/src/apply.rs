@@ -25,10 +25,14 @@ fn read_sources(files: &[String]) -> Result<Vec<(String, String)>, CliError> {
             .map_err(|_| CliError::Usage(format!("the path `{f}` does not exist")))?;
         let mut paths = Vec::new();
         if meta.is_dir() {
-            let entries = std::fs::read_dir(path).map_err(|e| CliError::rejected(format!("cannot read `{f}`: {e}")))?;
+            let entries = std::fs::read_dir(path)
+                .map_err(|e| CliError::rejected(format!("cannot read `{f}`: {e}")))?;
             for entry in entries.flatten() {
                 let p = entry.path();
-                let manifest = p.extension().and_then(|e| e.to_str()).is_some_and(|e| matches!(e, "yaml" | "yml" | "json"));
+                let manifest = p
+                    .extension()
+                    .and_then(|e| e.to_str())
+                    .is_some_and(|e| matches!(e, "yaml" | "yml" | "json"));
                 if manifest && p.is_file() {
                     paths.push(p);
                 }
@@ -61,12 +65,18 @@ pub fn apply(client: &Client, tenant: &str, args: &ApplyArgs) -> Result<(), CliE
     if items.is_empty() {
         return Err(CliError::rejected("no objects passed to apply"));
     }
-    let answer = client.post(&format!("/tenants/{tenant}/apply"), &json!({"items": items, "dryRun": args.dry_run}))?;
+    let answer = client.post(
+        &format!("/tenants/{tenant}/apply"),
+        &json!({"items": items, "dryRun": args.dry_run}),
+    )?;
     let suffix = if args.dry_run { " (dry run)" } else { "" };
     for item in answer["items"].as_array().into_iter().flatten() {
         println!(
             "{}/{} {}{suffix}",
-            item["kind"].as_str().unwrap_or_default().to_ascii_lowercase(),
+            item["kind"]
+                .as_str()
+                .unwrap_or_default()
+                .to_ascii_lowercase(),
             item["name"].as_str().unwrap_or_default(),
             item["outcome"].as_str().unwrap_or_default()
         );

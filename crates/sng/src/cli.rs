@@ -23,7 +23,12 @@ pub struct Cli {
 #[derive(Args, Debug, Clone)]
 pub struct Global {
     /// URL of the sng server.
-    #[arg(long, env = "SNG_SERVER", default_value = "http://127.0.0.1:7373", global = true)]
+    #[arg(
+        long,
+        env = "SNG_SERVER",
+        default_value = "http://127.0.0.1:7373",
+        global = true
+    )]
     pub server: String,
     /// API token (the server writes its admin token to DATA_DIR/admin.token).
     #[arg(long, env = "SNG_TOKEN", global = true, hide_env_values = true)]
@@ -180,16 +185,24 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
         }
         Command::Apply(args) => crate::apply::apply(&Client::new(&g)?, &g.tenant, &args),
         Command::Kind { command } => match command {
-            KindCommand::Get { kind, name, output } => {
-                crate::get::get(&Client::new(&g)?, &g.tenant, parse_kind(&kind)?, name.as_deref(), output)
-            }
+            KindCommand::Get { kind, name, output } => crate::get::get(
+                &Client::new(&g)?,
+                &g.tenant,
+                parse_kind(&kind)?,
+                name.as_deref(),
+                output,
+            ),
             KindCommand::Delete { kind, name } => {
                 crate::get::delete(&Client::new(&g)?, &g.tenant, parse_kind(&kind)?, &name)
             }
         },
         Command::Tenant { command } => match command {
-            TenantCommand::Create { name, production } => crate::get::tenant_create(&Client::new(&g)?, &name, production),
-            TenantCommand::List { output } => crate::get::get(&Client::new(&g)?, &g.tenant, Kind::Tenant, None, output),
+            TenantCommand::Create { name, production } => {
+                crate::get::tenant_create(&Client::new(&g)?, &name, production)
+            }
+            TenantCommand::List { output } => {
+                crate::get::get(&Client::new(&g)?, &g.tenant, Kind::Tenant, None, output)
+            }
         },
     }
 }
@@ -197,7 +210,8 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
 fn run_server(args: ServerArgs) -> Result<(), CliError> {
     tracing_subscriber::fmt()
         .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("SNG_LOG").unwrap_or_else(|_| "info".into()),
+            tracing_subscriber::EnvFilter::try_from_env("SNG_LOG")
+                .unwrap_or_else(|_| "info".into()),
         )
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))

@@ -48,8 +48,11 @@ impl Client {
         let status = resp.status();
         let text = resp.text().unwrap_or_default();
         if status.is_success() {
-            return serde_json::from_str(&text)
-                .map_err(|_| CliError::rejected(format!("the server answered {status} with a body that is not JSON")));
+            return serde_json::from_str(&text).map_err(|_| {
+                CliError::rejected(format!(
+                    "the server answered {status} with a body that is not JSON"
+                ))
+            });
         }
         match serde_json::from_str::<StatusBody>(&text) {
             Ok(body) if !body.details.causes.is_empty() => Err(CliError::Rejected(

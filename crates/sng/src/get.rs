@@ -23,9 +23,17 @@ fn print_value(value: &Value, output: Output) {
     }
 }
 
-pub fn get(client: &Client, tenant: &str, kind: Kind, name: Option<&str>, output: Option<Output>) -> Result<(), CliError> {
+pub fn get(
+    client: &Client,
+    tenant: &str,
+    kind: Kind,
+    name: Option<&str>,
+    output: Option<Output>,
+) -> Result<(), CliError> {
     // Secret values are shown only when one secret is asked by name in yaml or json.
-    let reveal = kind == Kind::Secret && name.is_some() && matches!(output, Some(Output::Yaml | Output::Json));
+    let reveal = kind == Kind::Secret
+        && name.is_some()
+        && matches!(output, Some(Output::Yaml | Output::Json));
     let mut path = object_path(tenant, kind, name);
     if reveal {
         path.push_str("?reveal=true");
@@ -43,7 +51,10 @@ pub fn get(client: &Client, tenant: &str, kind: Kind, name: Option<&str>, output
                 return Ok(());
             }
             let now = chrono::Utc::now();
-            print!("{}", table::render(kind, &items, output == Some(Output::Wide), now));
+            print!(
+                "{}",
+                table::render(kind, &items, output == Some(Output::Wide), now)
+            );
         }
     }
     Ok(())

@@ -19,7 +19,9 @@ pub fn age(created: Option<&str>, now: DateTime<Utc>) -> String {
 }
 
 fn str_at<'a>(v: &'a Value, path: &[&str]) -> Option<&'a str> {
-    path.iter().try_fold(v, |v, k| v.get(k)).and_then(Value::as_str)
+    path.iter()
+        .try_fold(v, |v, k| v.get(k))
+        .and_then(Value::as_str)
 }
 
 fn condition<'a>(v: &'a Value, type_: &str) -> Option<&'a Value> {
@@ -45,9 +47,15 @@ pub fn workspace_state(v: &Value) -> (String, String) {
     };
     let status = if v.pointer("/metadata/deletionTimestamp").is_some() {
         "Deleting".to_string()
-    } else if let Some(t) = ["Failed", "AwaitingApproval", "Applying", "Planning", "Drifted"]
-        .into_iter()
-        .find(|t| is_true(t))
+    } else if let Some(t) = [
+        "Failed",
+        "AwaitingApproval",
+        "Applying",
+        "Planning",
+        "Drifted",
+    ]
+    .into_iter()
+    .find(|t| is_true(t))
     {
         reason_of(t)
     } else if is_true("Ready") {
@@ -55,7 +63,11 @@ pub fn workspace_state(v: &Value) -> (String, String) {
     } else if v.pointer("/spec/suspend") == Some(&Value::Bool(true)) {
         "Suspended".into()
     } else if let Some(c) = condition(v, "Ready") {
-        c["reason"].as_str().filter(|r| !r.is_empty()).unwrap_or("NotReady").to_string()
+        c["reason"]
+            .as_str()
+            .filter(|r| !r.is_empty())
+            .unwrap_or("NotReady")
+            .to_string()
     } else {
         "Pending".into()
     };
@@ -77,7 +89,9 @@ fn plan_counts(v: &Value) -> String {
 }
 
 fn row(kind: Kind, v: &Value, wide: bool, now: DateTime<Utc>) -> Vec<String> {
-    let name = str_at(v, &["metadata", "name"]).unwrap_or_default().to_string();
+    let name = str_at(v, &["metadata", "name"])
+        .unwrap_or_default()
+        .to_string();
     let age = age(str_at(v, &["metadata", "creationTimestamp"]), now);
     let s = |x: Option<&str>| x.unwrap_or("-").to_string();
     match kind {
@@ -89,8 +103,13 @@ fn row(kind: Kind, v: &Value, wide: bool, now: DateTime<Utc>) -> Vec<String> {
                     .map(|d| d.chars().take(19).collect())
                     .or_else(|| str_at(v, &["spec", "module", "tag"]).map(str::to_string))
                     .unwrap_or_else(|| "latest".into());
-                let gen = v.pointer("/metadata/generation").and_then(Value::as_i64).unwrap_or(0);
-                let observed = v.pointer("/status/observedGeneration").and_then(Value::as_i64);
+                let gen = v
+                    .pointer("/metadata/generation")
+                    .and_then(Value::as_i64)
+                    .unwrap_or(0);
+                let observed = v
+                    .pointer("/status/observedGeneration")
+                    .and_then(Value::as_i64);
                 r.extend([
                     s(str_at(v, &["spec", "module", "source"])),
                     version,
@@ -104,16 +123,31 @@ fn row(kind: Kind, v: &Value, wide: bool, now: DateTime<Utc>) -> Vec<String> {
             r
         }
         Kind::Provider => {
-            let mut r = vec![name, s(str_at(v, &["spec", "source"])), s(str_at(v, &["spec", "version"])), age];
+            let mut r = vec![
+                name,
+                s(str_at(v, &["spec", "source"])),
+                s(str_at(v, &["spec", "version"])),
+                age,
+            ];
             if wide {
                 r.push(s(str_at(v, &["spec", "alias"])));
             }
             r
         }
         Kind::Secret => {
-            let keys = v.pointer("/status/keys").and_then(Value::as_array).map(Vec::len);
-            let data = keys.or_else(|| v.get("data").and_then(Value::as_object).map(|m| m.len())).unwrap_or(0);
-            vec![name, s(v.get("type").and_then(Value::as_str)), data.to_string(), age]
+            let keys = v
+                .pointer("/status/keys")
+                .and_then(Value::as_array)
+                .map(Vec::len);
+            let data = keys
+                .or_else(|| v.get("data").and_then(Value::as_object).map(|m| m.len()))
+                .unwrap_or(0);
+            vec![
+                name,
+                s(v.get("type").and_then(Value::as_str)),
+                data.to_string(),
+                age,
+            ]
         }
         Kind::Tenant => {
             let prod = v.pointer("/spec/production") == Some(&Value::Bool(true));
@@ -128,7 +162,10 @@ fn row(kind: Kind, v: &Value, wide: bool, now: DateTime<Utc>) -> Vec<String> {
 
 fn header(kind: Kind, wide: bool) -> Vec<&'static str> {
     let (base, extra): (&[&str], &[&str]) = match kind {
-        Kind::Workspace => (&["NAME", "READY", "STATUS", "PLAN", "AGE"], &["MODULE", "VERSION", "GEN/OBSERVED", "LAST RUN"]),
+        Kind::Workspace => (
+            &["NAME", "READY", "STATUS", "PLAN", "AGE"],
+            &["MODULE", "VERSION", "GEN/OBSERVED", "LAST RUN"],
+        ),
         Kind::Provider => (&["NAME", "SOURCE", "VERSION", "AGE"], &["ALIAS"]),
         Kind::Secret => (&["NAME", "TYPE", "DATA", "AGE"], &[]),
         Kind::Tenant => (&["NAME", "PRODUCTION", "AGE"], &["DISPLAY NAME"]),
@@ -142,7 +179,10 @@ fn header(kind: Kind, wide: bool) -> Vec<&'static str> {
 
 /// The table of objects of one kind, columns aligned with three spaces.
 pub fn render(kind: Kind, items: &[Value], wide: bool, now: DateTime<Utc>) -> String {
-    let mut rows = vec![header(kind, wide).into_iter().map(String::from).collect::<Vec<_>>()];
+    let mut rows = vec![header(kind, wide)
+        .into_iter()
+        .map(String::from)
+        .collect::<Vec<_>>()];
     rows.extend(items.iter().map(|v| row(kind, v, wide, now)));
     let cols = rows[0].len();
     let widths: Vec<usize> = (0..cols)
@@ -174,7 +214,9 @@ mod tests {
 
     #[test]
     fn ages() {
-        let now = DateTime::parse_from_rfc3339("2026-01-10T00:00:00Z").unwrap().with_timezone(&Utc);
+        let now = DateTime::parse_from_rfc3339("2026-01-10T00:00:00Z")
+            .unwrap()
+            .with_timezone(&Utc);
         for (created, want) in [
             ("2026-01-09T23:59:15Z", "45s"),
             ("2026-01-09T23:48:00Z", "12m"),
@@ -192,7 +234,10 @@ mod tests {
         let table = [
             (json!({}), ("Unknown", "Pending")),
             (json!({"spec": {"suspend": true}}), ("Unknown", "Suspended")),
-            (json!({"status": {"conditions": [cond("Ready", "True", "Succeeded")]}}), ("True", "Ready")),
+            (
+                json!({"status": {"conditions": [cond("Ready", "True", "Succeeded")]}}),
+                ("True", "Ready"),
+            ),
             (
                 json!({"status": {"conditions": [cond("Ready", "False", "SecretNotFound"), cond("Failed", "True", "SecretNotFound")]}}),
                 ("False", "SecretNotFound"),
@@ -205,10 +250,17 @@ mod tests {
                 json!({"status": {"conditions": [cond("Ready", "True", ""), cond("Drifted", "True", "DriftDetected")]}}),
                 ("True", "DriftDetected"),
             ),
-            (json!({"status": {"conditions": [cond("Ready", "False", "DependencyNotReady")]}}), ("False", "DependencyNotReady")),
+            (
+                json!({"status": {"conditions": [cond("Ready", "False", "DependencyNotReady")]}}),
+                ("False", "DependencyNotReady"),
+            ),
         ];
         for (v, (ready, status)) in table {
-            assert_eq!(workspace_state(&v), (ready.to_string(), status.to_string()), "{v}");
+            assert_eq!(
+                workspace_state(&v),
+                (ready.to_string(), status.to_string()),
+                "{v}"
+            );
         }
     }
 

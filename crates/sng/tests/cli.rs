@@ -1,0 +1,503 @@
+//! End-to-end tests of the `sng` binary against a real `sng server` process.
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+const SNG: &str = env!("CARGO_BIN_EXE_sng");
+
+/// Poll `check` until it gives a value, or panic after `timeout`.
+fn wait_for<T>(what: &str, timeout: Duration, mut check: impl FnMut() -> Option<T>) -> T {
+    let start = Instant::now();
+    loop {
+        if let Some(v) = check() {
+            return v;
+        }
+        assert!(start.elapsed() < timeout, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+struct Server {
+    child: Option<Child>,
+    dir: PathBuf,
+    url: String,
+    token: String,
+}
+
+impl Server {
+    fn start(dir: &Path) -> Server {
+        let _ = std::fs::remove_file(dir.join("server.url"));
+        let child = Command::new(SNG)
+            .args(["server", "--listen", "127.0.0.1:0", "--data-dir"])
+            .arg(dir)
+            .env("SNG_LOG", "warn")
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("start sng server");
+        let url = wait_for("server.url", Duration::from_secs(30), || {
+            let url = std::fs::read_to_string(dir.join("server.url")).ok()?;
+            let url = url.trim().to_string();
+            let ok = reqwest::blocking::get(format!("{url}/healthz"))
+                .ok()?
+                .status()
+                .is_success();
+            ok.then_some(url)
+        });
+        let token = std::fs::read_to_string(dir.join("admin.token"))
+            .unwrap()
+            .trim()
+            .to_string();
+        Server {
+            child: Some(child),
+            dir: dir.to_path_buf(),
+            url,
+            token,
+        }
+    }
+
+    fn sng(&self, args: &[&str]) -> Output {
+        self.sng_as(&self.token, "default", args, None)
+    }
+
+    fn sng_as(&self, token: &str, tenant: &str, args: &[&str], stdin: Option<&str>) -> Output {
+        let mut child = Command::new(SNG)
+            .args(args)
+            .env("SNG_SERVER", &self.url)
+            .env("SNG_TOKEN", token)
+            .env("SNG_TENANT", tenant)
+            .stdin(if stdin.is_some() {
+                Stdio::piped()
+            } else {
+                Stdio::null()
+            })
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        if let Some(text) = stdin {
+            child
+                .stdin
+                .take()
+                .unwrap()
+                .write_all(text.as_bytes())
+                .unwrap();
+        }
+        child.wait_with_output().unwrap()
+    }
+
+    /// SIGTERM, and the exit status once the process is gone.
+    fn terminate(&mut self) -> std::process::ExitStatus {
+        let mut child = self.child.take().unwrap();
+        let status = Command::new("kill")
+            .args(["-TERM", &child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(status.success());
+        wait_for("server exit", Duration::from_secs(30), || {
+            child.try_wait().unwrap()
+        })
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+fn out(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn err(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn ok(o: Output) -> String {
+    assert!(
+        o.status.success(),
+        "command failed: {}\n{}",
+        err(&o),
+        out(&o)
+    );
+    out(&o)
+}
+
+fn write(dir: &Path, name: &str, text: &str) -> String {
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p.display().to_string()
+}
+
+fn workspace(name: &str, tag: &str) -> String {
+    format!(
+        "apiVersion: tofu.stackngo.io/v1alpha1\nkind: Workspace\nmetadata:\n  name: {name}\nspec:\n  module:\n    source: oci://127.0.0.1:5055/acme/pet\n    tag: \"{tag}\"\n"
+    )
+}
+
+#[test]
+fn apply_get_delete_like_kubectl() {
+    let data = tempfile::tempdir().unwrap();
+    let files = tempfile::tempdir().unwrap();
+    let server = Server::start(data.path());
+    let file = write(files.path(), "pet.yaml", &workspace("pet", "1.0.0"));
+
+    assert_eq!(
+        ok(server.sng(&["apply", "-f", &file])),
+        "workspace/pet created\n"
+    );
+    assert_eq!(
+        ok(server.sng(&["apply", "-f", &file])),
+        "workspace/pet unchanged\n"
+    );
+    let file2 = write(files.path(), "pet.yaml", &workspace("pet", "2.0.0"));
+    assert_eq!(
+        ok(server.sng(&["apply", "-f", &file2])),
+        "workspace/pet configured\n"
+    );
+
+    for word in ["workspaces", "Workspace", "WS", "workspace"] {
+        let table = ok(server.sng(&["kind", "get", word]));
+        let lines: Vec<&str> = table.lines().collect();
+        assert_eq!(lines.len(), 2, "{table}");
+        for col in ["NAME", "READY", "STATUS", "PLAN", "AGE"] {
+            assert!(lines[0].contains(col), "{table}");
+        }
+        assert!(lines[1].starts_with("pet "), "{table}");
+    }
+    let wide = ok(server.sng(&["kind", "get", "ws", "-o", "wide"]));
+    assert!(
+        wide.contains("MODULE")
+            && wide.contains("oci://127.0.0.1:5055/acme/pet")
+            && wide.contains("2.0.0"),
+        "{wide}"
+    );
+
+    let json: Value = serde_json::from_str(&ok(server.sng(&[
+        "kind",
+        "get",
+        "workspace",
+        "pet",
+        "-o",
+        "json",
+    ])))
+    .unwrap();
+    assert_eq!(json["metadata"]["generation"], 2);
+    assert_eq!(json["spec"]["module"]["tag"], "2.0.0");
+    let yaml: Value = serde_yaml::from_str(&ok(server.sng(&[
+        "kind",
+        "get",
+        "workspace",
+        "pet",
+        "-o",
+        "yaml",
+    ])))
+    .unwrap();
+    assert_eq!(yaml["metadata"]["uid"], json["metadata"]["uid"]);
+
+    assert_eq!(
+        ok(server.sng(&["kind", "delete", "workspace", "pet"])),
+        "workspace/pet deleted\n"
+    );
+    let gone = server.sng(&["kind", "get", "workspace", "pet"]);
+    assert_eq!(gone.status.code(), Some(1));
+    assert!(
+        err(&gone).starts_with("error: Workspace `pet` not found"),
+        "{}",
+        err(&gone)
+    );
+}
+
+#[test]
+fn one_invalid_document_applies_nothing() {
+    let data = tempfile::tempdir().unwrap();
+    let files = tempfile::tempdir().unwrap();
+    let server = Server::start(data.path());
+    let text = format!(
+        "{}---\n{}    digest: sha256:{}\n",
+        workspace("good", "1"),
+        workspace("app", "1"),
+        "b".repeat(64)
+    );
+    let file = write(files.path(), "two.yaml", &text);
+    let o = server.sng(&["apply", "-f", &file]);
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(
+        err(&o),
+        "error: Workspace \"app\": spec.module: tag and digest are mutually exclusive; choose one\n"
+    );
+    assert_eq!(out(&o), "");
+    let list = server.sng(&["kind", "get", "workspaces", "-o", "json"]);
+    let list: Value = serde_json::from_str(&ok(list)).unwrap();
+    assert_eq!(
+        list["items"].as_array().unwrap().len(),
+        0,
+        "nothing applied"
+    );
+
+    let yaml_error = write(files.path(), "broken.yaml", "kind: [unclosed\n");
+    let o = server.sng(&["apply", "-f", &yaml_error]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        err(&o).starts_with(&format!("error: {yaml_error}: ")),
+        "{}",
+        err(&o)
+    );
+}
+
+#[test]
+fn apply_reads_directories_stdin_and_json() {
+    let data = tempfile::tempdir().unwrap();
+    let files = tempfile::tempdir().unwrap();
+    let server = Server::start(data.path());
+    write(files.path(), "a.yaml", &workspace("alpha", "1"));
+    write(
+        files.path(),
+        "b.json",
+        r#"{"apiVersion":"tofu.stackngo.io/v1alpha1","kind":"Provider","metadata":{"name":"files"},"spec":{"source":"example.com/sng/file","version":">= 0.1.0"}}"#,
+    );
+    write(files.path(), "notes.txt", "not a manifest");
+    let dir = files.path().display().to_string();
+    assert_eq!(
+        ok(server.sng(&["apply", "-f", &dir])),
+        "workspace/alpha created\nprovider/files created\n"
+    );
+    let o = server.sng_as(
+        &server.token,
+        "default",
+        &["apply", "-f", "-"],
+        Some(&workspace("beta", "1")),
+    );
+    assert_eq!(ok(o), "workspace/beta created\n");
+    let o = server.sng_as(
+        &server.token,
+        "default",
+        &["apply", "--dry-run", "-f", "-"],
+        Some(&workspace("gamma", "1")),
+    );
+    assert_eq!(ok(o), "workspace/gamma created (dry run)\n");
+    let o = server.sng(&["kind", "get", "workspace", "gamma"]);
+    assert_eq!(o.status.code(), Some(1), "dry run changed nothing");
+    let providers = ok(server.sng(&["kind", "get", "providers"]));
+    assert!(
+        providers.contains("example.com/sng/file") && providers.contains(">= 0.1.0"),
+        "{providers}"
+    );
+}
+
+#[test]
+fn secret_values_are_shown_only_when_asked() {
+    let data = tempfile::tempdir().unwrap();
+    let files = tempfile::tempdir().unwrap();
+    let server = Server::start(data.path());
+    let canary = "CANARY-e2e-5150";
+    let file = write(
+        files.path(),
+        "s.yaml",
+        &format!("apiVersion: v1\nkind: Secret\nmetadata:\n  name: creds\nstringData:\n  password: {canary}\n  user: admin\n"),
+    );
+    assert_eq!(
+        ok(server.sng(&["apply", "-f", &file])),
+        "secret/creds created\n"
+    );
+    let b64 = "Q0FOQVJZLWUyZS01MTUw";
+    for args in [
+        vec!["kind", "get", "secrets"],
+        vec!["kind", "get", "secrets", "-o", "yaml"],
+        vec!["kind", "get", "secrets", "-o", "json"],
+        vec!["kind", "get", "secret", "creds"],
+        vec!["kind", "get", "secret", "creds", "-o", "wide"],
+    ] {
+        let text = ok(server.sng(&args));
+        assert!(
+            !text.contains(canary) && !text.contains(b64),
+            "{args:?} leaks: {text}"
+        );
+    }
+    let table = ok(server.sng(&["kind", "get", "secrets"]));
+    assert!(
+        table
+            .lines()
+            .nth(1)
+            .unwrap()
+            .split_whitespace()
+            .collect::<Vec<_>>()[..3]
+            == ["creds", "Opaque", "2"],
+        "{table}"
+    );
+    let shown: Value = serde_yaml::from_str(&ok(
+        server.sng(&["kind", "get", "secret", "creds", "-o", "yaml"])
+    ))
+    .unwrap();
+    assert_eq!(shown["data"]["password"], format!("{b64}"));
+}
+
+#[test]
+fn tenants_and_their_tokens() {
+    let data = tempfile::tempdir().unwrap();
+    let files = tempfile::tempdir().unwrap();
+    let server = Server::start(data.path());
+    let created = ok(server.sng(&["tenant", "create", "acme"]));
+    let token = created.lines().last().unwrap().trim().to_string();
+    assert!(token.starts_with("sng_") && token.len() > 20, "{created}");
+    assert!(!created.lines().last().unwrap().contains(' '));
+
+    let file = write(files.path(), "pet.yaml", &workspace("pet", "1"));
+    assert_eq!(
+        ok(server.sng_as(&token, "acme", &["apply", "-f", &file], None)),
+        "workspace/pet created\n"
+    );
+    // the default tenant does not see it; the acme token does not see default
+    let o = server.sng(&["kind", "get", "workspace", "pet"]);
+    assert_eq!(o.status.code(), Some(1));
+    let o = server.sng_as(&token, "default", &["kind", "get", "workspaces"], None);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        err(&o).contains("Tenant `default` not found"),
+        "{}",
+        err(&o)
+    );
+    let listed = ok(server.sng_as(&token, "acme", &["tenant", "list"], None));
+    assert!(
+        listed.contains("acme") && !listed.contains("default"),
+        "{listed}"
+    );
+    let all = ok(server.sng(&["tenant", "list"]));
+    assert!(all.contains("acme") && all.contains("default"), "{all}");
+    let o = server.sng_as(&token, "acme", &["tenant", "create", "other"], None);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(err(&o).contains("platform admin"), "{}", err(&o));
+    let prod = ok(server.sng(&["tenant", "create", "bank", "--production"]));
+    assert!(prod.starts_with("tenant/bank created"));
+    assert!(ok(server.sng(&["tenant", "list"]))
+        .lines()
+        .any(|l| l.starts_with("bank ") && l.contains("PROD")));
+}
+
+#[test]
+fn usage_and_auth_errors() {
+    let data = tempfile::tempdir().unwrap();
+    let server = Server::start(data.path());
+    let o = server.sng(&["kind", "get", "widgets"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        err(&o).starts_with("error: unknown kind `widgets`"),
+        "{}",
+        err(&o)
+    );
+    assert_eq!(server.sng(&["apply"]).status.code(), Some(2));
+    let o = server.sng(&["apply", "-f", "/nonexistent/file.yaml"]);
+    assert_eq!(o.status.code(), Some(2));
+    let o = server.sng_as("", "default", &["kind", "get", "ws"], None);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(err(&o).contains("hint:"), "{}", err(&o));
+    let o = server.sng_as("sng_wrongtoken", "default", &["kind", "get", "ws"], None);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        err(&o).starts_with("error: missing or invalid token"),
+        "{}",
+        err(&o)
+    );
+    assert!(!err(&o).contains("sng_wrongtoken"));
+}
+
+#[test]
+fn stale_resource_version_is_refused() {
+    let data = tempfile::tempdir().unwrap();
+    let files = tempfile::tempdir().unwrap();
+    let server = Server::start(data.path());
+    let file = write(files.path(), "pet.yaml", &workspace("pet", "1"));
+    ok(server.sng(&["apply", "-f", &file]));
+    let current: Value =
+        serde_json::from_str(&ok(server.sng(&["kind", "get", "ws", "pet", "-o", "json"]))).unwrap();
+    let rv = current["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let v2 = write(files.path(), "pet.yaml", &workspace("pet", "2"));
+    ok(server.sng(&["apply", "-f", &v2]));
+    let stale = workspace("pet", "3").replace(
+        "  name: pet\n",
+        &format!("  name: pet\n  resourceVersion: \"{rv}\"\n"),
+    );
+    let stale = write(files.path(), "stale.yaml", &stale);
+    let o = server.sng(&["apply", "-f", &stale]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(err(&o).contains("has been modified"), "{}", err(&o));
+}
+
+#[test]
+fn sigterm_stops_cleanly_and_restart_keeps_everything() {
+    let data = tempfile::tempdir().unwrap();
+    let files = tempfile::tempdir().unwrap();
+    let mut server = Server::start(data.path());
+    let file = write(files.path(), "pet.yaml", &workspace("pet", "1"));
+    ok(server.sng(&["apply", "-f", &file]));
+    let tenant_token = ok(server.sng(&["tenant", "create", "acme"]))
+        .lines()
+        .last()
+        .unwrap()
+        .to_string();
+    let before: Value =
+        serde_json::from_str(&ok(server.sng(&["kind", "get", "ws", "pet", "-o", "json"]))).unwrap();
+    let admin_before = server.token.clone();
+
+    let status = server.terminate();
+    assert!(status.success(), "clean exit on SIGTERM: {status:?}");
+    assert!(!server.dir.join("server.url").exists());
+
+    let server = Server::start(data.path());
+    assert_eq!(
+        server.token, admin_before,
+        "the admin token is written once"
+    );
+    let after: Value =
+        serde_json::from_str(&ok(server.sng(&["kind", "get", "ws", "pet", "-o", "json"]))).unwrap();
+    assert_eq!(after["metadata"], before["metadata"]);
+    assert_eq!(after["spec"], before["spec"]);
+    ok(server.sng_as(&tenant_token, "acme", &["kind", "get", "ws"], None));
+    let mode = std::os::unix::fs::PermissionsExt::mode(
+        &std::fs::metadata(data.path().join("admin.token"))
+            .unwrap()
+            .permissions(),
+    );
+    assert_eq!(mode & 0o777, 0o600);
+}
+
+#[test]
+fn schema_of_each_kind() {
+    for (word, kind) in [
+        ("workspace", "Workspace"),
+        ("providers", "Provider"),
+        ("Secret", "Secret"),
+        ("tenant", "Tenant"),
+    ] {
+        let o = Command::new(SNG).args(["schema", word]).output().unwrap();
+        let schema: Value = serde_json::from_slice(&o.stdout).unwrap();
+        assert_eq!(schema["properties"]["kind"]["const"], kind);
+        assert_eq!(schema["additionalProperties"], false, "{word}");
+    }
+    let o = Command::new(SNG)
+        .args(["schema", "workspace"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&o.stdout);
+    for needle in [
+        "^oci://[^?@]+$",
+        "^sha256:[a-f0-9]{64}$",
+        "\"manual\"",
+        "\"Destroy\"",
+        "varsFrom",
+        "lastPlan",
+    ] {
+        assert!(text.contains(needle), "schema lacks {needle}");
+    }
+}
