@@ -1,0 +1,26 @@
+# sng — two commands on a fresh machine: `make demo` and `make test`.
+CARGO ?= cargo
+
+.PHONY: all build demo test setup lint
+
+all: build
+
+build:
+	$(CARGO) build --release --bin sng
+
+## demo: start a server in a temporary data dir, apply examples/, list what it holds.
+demo: build
+	scripts/demo.sh
+
+## setup: install what the tests need (system packages, engine), idempotent.
+setup:
+	scripts/setup.sh
+
+## test: install what tests need, then run every test.
+test: setup
+	$(CARGO) test --workspace --all-targets
+	$(CARGO) test --workspace --doc
+
+lint:
+	$(CARGO) fmt --all -- --check
+	$(CARGO) clippy --workspace --all-targets -- -D warnings
