@@ -268,9 +268,19 @@ pub fn redact_serde_message(message: &str) -> String {
 
 fn typed_as<T: DeserializeOwned>(doc: Value) -> Result<T, FieldError> {
     serde_path_to_error::deserialize(doc).map_err(|e| {
+        let message = e.inner().to_string();
         let path = e.path().to_string();
-        let path = if path == "." { String::new() } else { path };
-        FieldError::new(path, redact_serde_message(&e.inner().to_string()))
+        let mut path = if path == "." { String::new() } else { path };
+        // An unknown field is reported at the object that does not declare it:
+        // `spec.module: unknown field `tagg``, not `spec.module.tagg: ...`.
+        if message.starts_with("unknown field") {
+            if let Some(serde_path_to_error::Segment::Map { key }) = e.path().iter().next_back() {
+                if let Some(parent) = path.strip_suffix(key.as_str()) {
+                    path = parent.strip_suffix('.').unwrap_or(parent).to_string();
+                }
+            }
+        }
+        FieldError::new(path, redact_serde_message(&message))
     })
 }
 

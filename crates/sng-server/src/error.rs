@@ -72,6 +72,20 @@ impl ApiError {
         Self::new(StatusCode::CONFLICT, "AlreadyExists", message)
     }
 
+    /// 409: the write conflicts with the stored state.
+    pub fn conflict(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::CONFLICT, "Conflict", message)
+    }
+
+    /// 405.
+    pub fn method_not_allowed() -> Self {
+        Self::new(
+            StatusCode::METHOD_NOT_ALLOWED,
+            "MethodNotAllowed",
+            "method not allowed on this path",
+        )
+    }
+
     /// 422 with one line per broken rule.
     pub fn invalid(errors: &[ObjectError]) -> Self {
         let causes: Vec<Cause> = errors
@@ -87,7 +101,11 @@ impl ApiError {
         let lines: Vec<String> = errors.iter().flat_map(ObjectError::lines).collect();
         Self {
             causes,
-            ..Self::new(StatusCode::UNPROCESSABLE_ENTITY, "Invalid", lines.join("\n"))
+            ..Self::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "Invalid",
+                lines.join("\n"),
+            )
         }
     }
 
@@ -103,9 +121,13 @@ impl ApiError {
 impl From<StoreError> for ApiError {
     fn from(e: StoreError) -> Self {
         match &e {
-            StoreError::NotFound { kind, name } => ApiError::not_found(format!("{kind} `{name}` not found")),
+            StoreError::NotFound { kind, name } => {
+                ApiError::not_found(format!("{kind} `{name}` not found"))
+            }
             StoreError::Conflict(m) => ApiError::new(StatusCode::CONFLICT, "Conflict", m.clone()),
-            StoreError::Invalid(m) => ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "Invalid", m.clone()),
+            StoreError::Invalid(m) => {
+                ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "Invalid", m.clone())
+            }
             StoreError::Unavailable(_) => ApiError::new(
                 StatusCode::SERVICE_UNAVAILABLE,
                 "ServiceUnavailable",
@@ -113,7 +135,11 @@ impl From<StoreError> for ApiError {
             ),
             StoreError::Corrupt(_) | StoreError::Db(_) => {
                 tracing::error!(error = ?e, "store error");
-                ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "InternalError", "internal store error; see the server log")
+                ApiError::new(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "InternalError",
+                    "internal store error; see the server log",
+                )
             }
         }
     }
@@ -154,7 +180,9 @@ impl IntoResponse for ApiError {
             code: self.code.as_u16(),
             reason: self.reason.into(),
             message: self.message,
-            details: StatusDetails { causes: self.causes },
+            details: StatusDetails {
+                causes: self.causes,
+            },
         };
         (self.code, Json(body)).into_response()
     }

@@ -3,6 +3,7 @@
 
 pub mod error;
 mod routes;
+mod state;
 
 use std::io::Write as _;
 use std::os::unix::fs::{DirBuilderExt as _, OpenOptionsExt as _};
@@ -63,7 +64,8 @@ pub fn open_store(data_dir: &Path) -> Result<Store, ServerError> {
         .mode(0o700)
         .create(data_dir)
         .map_err(io_err(data_dir))?;
-    let store = Store::open(&data_dir.join("sng.db"))?;
+    let key = master_key(data_dir)?;
+    let store = Store::open(&data_dir.join("sng.db"), &key)?;
     if !store.has_admin_token()? {
         let (_, token) = store.create_token(None, Role::Admin, "platform admin (first start)")?;
         let path = data_dir.join("admin.token");
@@ -81,6 +83,35 @@ pub fn open_store(data_dir: &Path) -> Result<Store, ServerError> {
     Ok(store)
 }
 
+/// The key encrypting state at rest: `DATA_DIR/master.key` (0600), created on first start.
+fn master_key(data_dir: &Path) -> Result<[u8; 32], ServerError> {
+    use std::io::Read as _;
+    let path = data_dir.join("master.key");
+    match std::fs::File::open(&path) {
+        Ok(mut f) => {
+            let mut key = [0u8; 32];
+            f.read_exact(&mut key).map_err(io_err(&path))?;
+            Ok(key)
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            let key = sng_store::Cipher::generate_key();
+            let tmp = data_dir.join("master.key.tmp");
+            let mut file = std::fs::OpenOptions::new()
+                .write(true)
+                .create(true)
+                .truncate(true)
+                .mode(0o600)
+                .open(&tmp)
+                .map_err(io_err(&tmp))?;
+            file.write_all(&key).map_err(io_err(&tmp))?;
+            file.sync_all().map_err(io_err(&tmp))?;
+            std::fs::rename(&tmp, &path).map_err(io_err(&path))?;
+            Ok(key)
+        }
+        Err(e) => Err(io_err(&path)(e)),
+    }
+}
+
 /// Run the server until SIGTERM or SIGINT, then stop cleanly (in-flight requests finish).
 pub async fn run(config: Config) -> Result<(), ServerError> {
     let store = Arc::new(open_store(&config.data_dir)?);
@@ -90,10 +121,12 @@ pub async fn run(config: Config) -> Result<(), ServerError> {
             addr: config.listen.clone(),
             source,
         })?;
-    let addr = listener.local_addr().map_err(|source| ServerError::Listen {
-        addr: config.listen.clone(),
-        source,
-    })?;
+    let addr = listener
+        .local_addr()
+        .map_err(|source| ServerError::Listen {
+            addr: config.listen.clone(),
+            source,
+        })?;
     let url = format!("http://{addr}");
     let url_path = config.data_dir.join("server.url");
     std::fs::write(&url_path, format!("{url}\n")).map_err(io_err(&url_path))?;

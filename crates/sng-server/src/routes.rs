@@ -29,17 +29,27 @@ pub fn router(state: AppState) -> Router {
     Router::new()
         .route("/healthz", get(|| async { "ok" }))
         .route("/api/v1/tenants", get(list_tenants).post(create_tenant))
-        .route("/api/v1/tenants/{tenant}", get(get_tenant).delete(delete_tenant))
+        .route(
+            "/api/v1/tenants/{tenant}",
+            get(get_tenant).delete(delete_tenant),
+        )
         .route("/api/v1/tenants/{tenant}/apply", post(apply))
         .route("/api/v1/tenants/{tenant}/{kind}", get(list))
-        .route("/api/v1/tenants/{tenant}/{kind}/{name}", get(get_one).delete(delete_one))
-        .route("/api/v1/tenants/{tenant}/{kind}/{name}/status", put(write_status).patch(write_status))
+        .route(
+            "/api/v1/tenants/{tenant}/{kind}/{name}",
+            get(get_one).delete(delete_one),
+        )
+        .route(
+            "/api/v1/tenants/{tenant}/{kind}/{name}/status",
+            put(write_status).patch(write_status),
+        )
+        .merge(crate::state::state_routes())
         .fallback(|| async { ApiError::not_found("no such API path") })
         .with_state(state)
 }
 
 /// Run a store call off the async threads.
-async fn blocking<T: Send + 'static>(
+pub(crate) async fn blocking<T: Send + 'static>(
     state: &AppState,
     f: impl FnOnce(&Store) -> Result<T, StoreError> + Send + 'static,
 ) -> Result<T, ApiError> {
@@ -87,7 +97,9 @@ impl Caller {
         if self.0.is_platform_admin() {
             Ok(())
         } else {
-            Err(ApiError::forbidden(format!("{what} needs the platform admin token")))
+            Err(ApiError::forbidden(format!(
+                "{what} needs the platform admin token"
+            )))
         }
     }
 }
@@ -162,10 +174,16 @@ async fn create_tenant(
     let name = req.name.clone();
     let (obj, token) = blocking(&st, move |s| {
         if s.get(Kind::Tenant, "", &name)?.is_some() {
-            return Err(StoreError::Conflict(format!("Tenant `{name}` already exists")));
+            return Err(StoreError::Conflict(format!(
+                "Tenant `{name}` already exists"
+            )));
         }
         let obj = s.apply("", vec![tenant], false)?.remove(0).object;
-        let (_, token) = s.create_token(Some(&name), Role::Admin, "tenant admin (created with the tenant)")?;
+        let (_, token) = s.create_token(
+            Some(&name),
+            Role::Admin,
+            "tenant admin (created with the tenant)",
+        )?;
         Ok((obj, token))
     })
     .await
@@ -173,10 +191,20 @@ async fn create_tenant(
         "Conflict" => ApiError::already_exists(e.message),
         _ => e,
     })?;
-    Ok((StatusCode::CREATED, Json(TenantCreated { tenant: render(obj, false), token })))
+    Ok((
+        StatusCode::CREATED,
+        Json(TenantCreated {
+            tenant: render(obj, false),
+            token,
+        }),
+    ))
 }
 
-async fn get_tenant(State(st): State<AppState>, caller: Caller, Path(tenant): Path<String>) -> Result<Json<Value>, ApiError> {
+async fn get_tenant(
+    State(st): State<AppState>,
+    caller: Caller,
+    Path(tenant): Path<String>,
+) -> Result<Json<Value>, ApiError> {
     caller.scope(&tenant)?;
     let name = tenant.clone();
     let obj = blocking(&st, move |s| s.get(Kind::Tenant, "", &name))
@@ -185,7 +213,11 @@ async fn get_tenant(State(st): State<AppState>, caller: Caller, Path(tenant): Pa
     Ok(Json(render(obj, false)))
 }
 
-async fn delete_tenant(State(st): State<AppState>, caller: Caller, Path(tenant): Path<String>) -> Result<Json<Value>, ApiError> {
+async fn delete_tenant(
+    State(st): State<AppState>,
+    caller: Caller,
+    Path(tenant): Path<String>,
+) -> Result<Json<Value>, ApiError> {
     caller.platform_admin("deleting a tenant")?;
     let obj = blocking(&st, move |s| s.delete(Kind::Tenant, "", &tenant)).await?;
     Ok(Json(render(obj, false)))
@@ -225,11 +257,18 @@ async fn apply(
         if obj.kind() == Kind::Tenant {
             caller.platform_admin("applying a Tenant")?;
         }
-        if let Some(t) = obj.meta().tenant.as_deref().filter(|t| *t != tenant && obj.kind().namespaced()) {
+        if let Some(t) = obj
+            .meta()
+            .tenant
+            .as_deref()
+            .filter(|t| *t != tenant && obj.kind().namespaced())
+        {
             return Err(ApiError::invalid_field(
                 &obj.label(),
                 "metadata.tenant",
-                &format!("`{t}` does not match the active tenant `{tenant}`; remove it or switch tenant"),
+                &format!(
+                    "`{t}` does not match the active tenant `{tenant}`; remove it or switch tenant"
+                ),
             ));
         }
     }
@@ -265,7 +304,9 @@ async fn list(
         s.list(kind, &t)
     })
     .await?;
-    Ok(Json(list_body(objects.into_iter().map(|o| render(o, false)).collect())))
+    Ok(Json(list_body(
+        objects.into_iter().map(|o| render(o, false)).collect(),
+    )))
 }
 
 async fn get_one(

@@ -3,9 +3,12 @@
 //! Embedded default: one SQLite file in the data directory.
 #![forbid(unsafe_code)]
 
+mod crypto;
 mod error;
 mod migrations;
 mod objects;
+mod runs;
+mod state;
 mod tokens;
 
 use std::path::Path;
@@ -13,8 +16,11 @@ use std::sync::{Mutex, MutexGuard};
 
 use rusqlite::Connection;
 
+pub use crypto::Cipher;
 pub use error::StoreError;
 pub use objects::{Applied, ApplyOutcome};
+pub use runs::{RunRecord, RunToken};
+pub use state::{state_meta, LockOutcome, StateLock, StateVersion, WriteOutcome};
 pub use tokens::{Principal, Role, TokenInfo};
 
 /// Result of store operations.
@@ -23,21 +29,23 @@ pub type Result<T, E = StoreError> = std::result::Result<T, E>;
 /// The SQLite store. Every call runs in its own transaction; the connection is shared.
 pub struct Store {
     conn: Mutex<Connection>,
+    cipher: Cipher,
 }
 
 impl Store {
     /// Open (and create or migrate) the store at `path`; the `default` tenant always exists.
-    pub fn open(path: &Path) -> Result<Store> {
+    /// `key` encrypts state bodies at rest.
+    pub fn open(path: &Path, key: &[u8; 32]) -> Result<Store> {
         let conn = Connection::open(path)?;
-        Self::init(conn)
+        Self::init(conn, key)
     }
 
     /// A store in memory, for tests of logic above the store.
     pub fn open_in_memory() -> Result<Store> {
-        Self::init(Connection::open_in_memory()?)
+        Self::init(Connection::open_in_memory()?, &Cipher::generate_key())
     }
 
-    fn init(mut conn: Connection) -> Result<Store> {
+    fn init(mut conn: Connection, key: &[u8; 32]) -> Result<Store> {
         conn.busy_timeout(std::time::Duration::from_secs(5))?;
         // WAL + FULL sync: a committed write survives a crash or power loss.
         conn.pragma_update(None, "journal_mode", "WAL")?;
@@ -46,6 +54,7 @@ impl Store {
         migrations::migrate(&mut conn)?;
         let store = Store {
             conn: Mutex::new(conn),
+            cipher: Cipher::new(key),
         };
         store.ensure_default_tenant()?;
         Ok(store)

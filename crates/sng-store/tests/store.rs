@@ -148,11 +148,11 @@ fn everything_survives_reopen_and_tokens_are_hashed() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("sng.db");
     let token = {
-        let s = Store::open(&path).unwrap();
+        let s = Store::open(&path, &[7u8; 32]).unwrap();
         s.apply("default", vec![ws("pet", "1")], false).unwrap();
         s.create_token(None, Role::Admin, "admin").unwrap().1
     };
-    let s = Store::open(&path).unwrap();
+    let s = Store::open(&path, &[7u8; 32]).unwrap();
     assert_eq!(
         s.get(Kind::Workspace, "default", "pet")
             .unwrap()

@@ -1,0 +1,6 @@
+//! Pure decisions of sng: plan summaries and hashes, log masking. No I/O, no processes.
+#![forbid(unsafe_code)]
+
+pub mod mask;
+pub mod plan;
+pub mod state;

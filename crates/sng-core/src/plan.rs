@@ -1,0 +1,247 @@
+//! Summary of a saved plan (`show -json`): counts as the CLI prints them, and a hash of
+//! `resource_changes` that identifies what the plan would do.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+/// Counts of a plan, as `Plan: N to add, N to change, N to destroy, N to import`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PlanCounts {
+    /// Resources to create (replacements count here too).
+    pub add: i64,
+    /// Resources to update in place.
+    pub change: i64,
+    /// Resources to destroy (replacements count here too).
+    pub destroy: i64,
+    /// Resources to import.
+    pub import: i64,
+}
+
+impl PlanCounts {
+    /// Whether the plan changes any resource.
+    pub fn has_changes(&self) -> bool {
+        self.add + self.change + self.destroy + self.import > 0
+    }
+}
+
+/// Count the `resource_changes` of a plan as the CLI does: a `delete` of a data source is not
+/// counted; `importing` counts an import (even with no-op); create → add; update → change;
+/// delete → destroy; replace → add and destroy; read, no-op and forget are not counted.
+pub fn count(plan: &Value) -> PlanCounts {
+    let mut c = PlanCounts::default();
+    for rc in plan["resource_changes"].as_array().into_iter().flatten() {
+        let change = &rc["change"];
+        if !change["importing"].is_null() && change.get("importing").is_some() {
+            c.import += 1;
+        }
+        let actions: Vec<&str> = change["actions"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .collect();
+        let is_data = rc["mode"] == "data";
+        match actions.as_slice() {
+            ["create"] => c.add += 1,
+            ["update"] => c.change += 1,
+            ["delete"] if !is_data => c.destroy += 1,
+            ["delete", "create"] | ["create", "delete"] => {
+                c.add += 1;
+                c.destroy += 1;
+            }
+            _ => {}
+        }
+    }
+    c
+}
+
+/// Hex SHA-256 of `resource_changes` in canonical form (object keys sorted), `sha256:`-prefixed.
+/// Two plans that would do the same thing hash the same; any difference in actions or values differs.
+pub fn hash_resource_changes(plan: &Value) -> String {
+    let changes = plan
+        .get("resource_changes")
+        .cloned()
+        .unwrap_or(Value::Array(vec![]));
+    let mut hasher = Sha256::new();
+    write_canonical(&changes, &mut hasher);
+    format!("sha256:{}", hex::encode(hasher.finalize()))
+}
+
+fn write_canonical(v: &Value, h: &mut Sha256) {
+    match v {
+        Value::Object(map) => {
+            let mut keys: Vec<&String> = map.keys().collect();
+            keys.sort();
+            h.update(b"{");
+            for (i, k) in keys.iter().enumerate() {
+                if i > 0 {
+                    h.update(b",");
+                }
+                h.update(serde_json::to_string(k).expect("string").as_bytes());
+                h.update(b":");
+                write_canonical(&map[*k], h);
+            }
+            h.update(b"}");
+        }
+        Value::Array(items) => {
+            h.update(b"[");
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    h.update(b",");
+                }
+                write_canonical(item, h);
+            }
+            h.update(b"]");
+        }
+        other => h.update(other.to_string().as_bytes()),
+    }
+}
+
+/// Names of the outputs a plan or state marks sensitive, from `output -json`.
+pub fn sensitive_output_values(outputs: &Value) -> Vec<String> {
+    let mut out = Vec::new();
+    for (_, o) in outputs.as_object().into_iter().flatten() {
+        if o["sensitive"] == Value::Bool(true) {
+            collect_strings(&o["value"], &mut out);
+        }
+    }
+    out
+}
+
+/// Every scalar of a JSON value, as text (strings raw, numbers and booleans printed).
+pub fn collect_strings(v: &Value, out: &mut Vec<String>) {
+    match v {
+        Value::String(s) => out.push(s.clone()),
+        Value::Number(n) => out.push(n.to_string()),
+        Value::Array(items) => items.iter().for_each(|i| collect_strings(i, out)),
+        Value::Object(m) => m.values().for_each(|i| collect_strings(i, out)),
+        Value::Bool(_) | Value::Null => {}
+    }
+    if !matches!(
+        v,
+        Value::String(_) | Value::Number(_) | Value::Bool(_) | Value::Null
+    ) {
+        out.push(v.to_string());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn rc(mode: &str, actions: &[&str], importing: Option<Value>) -> Value {
+        let mut change = json!({"actions": actions});
+        if let Some(i) = importing {
+            change["importing"] = i;
+        }
+        json!({"address": "x", "mode": mode, "change": change})
+    }
+
+    #[test]
+    fn counts_like_the_cli() {
+        let table: Vec<(Vec<Value>, PlanCounts)> = vec![
+            (vec![], PlanCounts::default()),
+            (
+                vec![rc("managed", &["create"], None)],
+                PlanCounts {
+                    add: 1,
+                    ..Default::default()
+                },
+            ),
+            (
+                vec![rc("managed", &["update"], None)],
+                PlanCounts {
+                    change: 1,
+                    ..Default::default()
+                },
+            ),
+            (
+                vec![rc("managed", &["delete"], None)],
+                PlanCounts {
+                    destroy: 1,
+                    ..Default::default()
+                },
+            ),
+            (vec![rc("data", &["delete"], None)], PlanCounts::default()),
+            (vec![rc("data", &["read"], None)], PlanCounts::default()),
+            (vec![rc("managed", &["no-op"], None)], PlanCounts::default()),
+            (
+                vec![rc("managed", &["forget"], None)],
+                PlanCounts::default(),
+            ),
+            (
+                vec![rc("managed", &["delete", "create"], None)],
+                PlanCounts {
+                    add: 1,
+                    destroy: 1,
+                    ..Default::default()
+                },
+            ),
+            (
+                vec![rc("managed", &["create", "delete"], None)],
+                PlanCounts {
+                    add: 1,
+                    destroy: 1,
+                    ..Default::default()
+                },
+            ),
+            (
+                vec![rc("managed", &["no-op"], Some(json!({"id": "i-1"})))],
+                PlanCounts {
+                    import: 1,
+                    ..Default::default()
+                },
+            ),
+            (
+                vec![rc("managed", &["update"], Some(json!({"id": "i-1"})))],
+                PlanCounts {
+                    change: 1,
+                    import: 1,
+                    ..Default::default()
+                },
+            ),
+            (
+                vec![rc("managed", &["no-op"], Some(Value::Null))],
+                PlanCounts::default(),
+            ),
+        ];
+        for (changes, want) in table {
+            let plan = json!({"resource_changes": changes});
+            assert_eq!(count(&plan), want, "{plan}");
+        }
+        assert_eq!(
+            count(&json!({"format_version": "1.2"})),
+            PlanCounts::default(),
+            "refresh-only plans may lack the key"
+        );
+    }
+
+    #[test]
+    fn hash_is_canonical_and_sensitive_to_changes() {
+        let a = json!({"resource_changes": [{"address": "a", "change": {"actions": ["create"], "after": {"x": 1, "y": 2}}}]});
+        let b = json!({"resource_changes": [{"change": {"after": {"y": 2, "x": 1}, "actions": ["create"]}, "address": "a"}]});
+        let c = json!({"resource_changes": [{"address": "a", "change": {"actions": ["create"], "after": {"x": 1, "y": 3}}}]});
+        assert_eq!(hash_resource_changes(&a), hash_resource_changes(&b));
+        assert_ne!(hash_resource_changes(&a), hash_resource_changes(&c));
+        assert_eq!(
+            hash_resource_changes(&json!({})),
+            hash_resource_changes(&json!({"resource_changes": []}))
+        );
+        assert!(hash_resource_changes(&a).starts_with("sha256:"));
+    }
+
+    #[test]
+    fn sensitive_outputs_are_collected() {
+        let outputs = json!({
+            "name": {"sensitive": false, "value": "visible"},
+            "pw": {"sensitive": true, "value": "hunter2-xyz"},
+            "nested": {"sensitive": true, "value": {"k": ["deep-secret", 42]}}
+        });
+        let got = sensitive_output_values(&outputs);
+        assert!(got.contains(&"hunter2-xyz".to_string()));
+        assert!(got.contains(&"deep-secret".to_string()));
+        assert!(!got.contains(&"visible".to_string()));
+    }
+}

@@ -1,0 +1,157 @@
+//! Run records (the audit unit of a run) and run-scoped state tokens.
+
+use rusqlite::{params, OptionalExtension};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::tokens::{hash, new_secret};
+use crate::{now_rfc3339, Result, Store, StoreError};
+
+/// One run of a workspace, as recorded.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunRecord {
+    /// Run id.
+    pub id: String,
+    /// Tenant.
+    pub tenant: String,
+    /// Workspace name.
+    pub workspace: String,
+    /// `apply`, `plan` or `destroy`.
+    pub operation: String,
+    /// Why the run started (e.g. `created`, `spec change`).
+    pub trigger: String,
+    /// Manifest generation the run applies.
+    pub generation: i64,
+    /// `Running`, `Succeeded`, `Failed`, `Interrupted`, `StateLocked`, `Rejected`.
+    pub phase: String,
+    /// Module source.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub module_source: Option<String>,
+    /// Module digest pinned for the run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub module_digest: Option<String>,
+    /// Plan summary (id, counts, hash).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plan: Option<Value>,
+    /// State serial before the run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state_serial_before: Option<i64>,
+    /// State serial after the run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state_serial_after: Option<i64>,
+    /// Result message (masked).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    /// Creation.
+    pub created_at: String,
+    /// End.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub finished_at: Option<String>,
+    /// Duration of each engine step, in milliseconds.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub steps: Vec<(String, u64)>,
+}
+
+/// Who may use the state backend: a run, for its workspace only, while it lives.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunToken {
+    /// Tenant.
+    pub tenant: String,
+    /// Workspace.
+    pub workspace: String,
+    /// Run.
+    pub run_id: String,
+}
+
+impl Store {
+    /// Record a new run (or replace its record).
+    pub fn run_put(&self, run: &RunRecord) -> Result<()> {
+        let record = serde_json::to_string(run).expect("json");
+        self.conn().execute(
+            "INSERT INTO runs (id, tenant, workspace, phase, created_at, record) VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+             ON CONFLICT (id) DO UPDATE SET phase = excluded.phase, record = excluded.record",
+            params![run.id, run.tenant, run.workspace, run.phase, run.created_at, record],
+        )?;
+        Ok(())
+    }
+
+    /// One run of a tenant.
+    pub fn run_get(&self, tenant: &str, id: &str) -> Result<Option<RunRecord>> {
+        let rec: Option<String> = self
+            .conn()
+            .query_row(
+                "SELECT record FROM runs WHERE tenant = ?1 AND id = ?2",
+                params![tenant, id],
+                |r| r.get(0),
+            )
+            .optional()?;
+        rec.map(|r| {
+            serde_json::from_str(&r).map_err(|e| StoreError::Corrupt(format!("run `{id}`: {e}")))
+        })
+        .transpose()
+    }
+
+    /// Runs of a workspace, newest first.
+    pub fn runs_of(&self, tenant: &str, workspace: &str) -> Result<Vec<RunRecord>> {
+        self.runs_where(
+            "tenant = ?1 AND workspace = ?2 ORDER BY created_at DESC, rowid DESC",
+            params![tenant, workspace],
+        )
+    }
+
+    /// Runs still marked `Running` (after a crash, these were cut).
+    pub fn runs_running(&self) -> Result<Vec<RunRecord>> {
+        self.runs_where("phase = 'Running' ORDER BY created_at", params![])
+    }
+
+    fn runs_where(&self, clause: &str, p: impl rusqlite::Params) -> Result<Vec<RunRecord>> {
+        let conn = self.conn();
+        let mut stmt = conn.prepare_cached(&format!("SELECT record FROM runs WHERE {clause}"))?;
+        let rows = stmt
+            .query_map(p, |r| r.get::<_, String>(0))?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        rows.into_iter()
+            .map(|r| serde_json::from_str(&r).map_err(|e| StoreError::Corrupt(format!("run: {e}"))))
+            .collect()
+    }
+
+    /// A token for the state backend, valid for one workspace while the run lives.
+    pub fn run_token_create(&self, tenant: &str, workspace: &str, run_id: &str) -> Result<String> {
+        let value = new_secret();
+        self.conn().execute(
+            "INSERT INTO run_tokens (hash, tenant, workspace, run_id, created_at) VALUES (?1, ?2, ?3, ?4, ?5)",
+            params![hash(&value), tenant, workspace, run_id, now_rfc3339()],
+        )?;
+        Ok(value)
+    }
+
+    /// Who a run token belongs to.
+    pub fn run_token_check(&self, value: &str) -> Result<Option<RunToken>> {
+        Ok(self
+            .conn()
+            .query_row(
+                "SELECT tenant, workspace, run_id FROM run_tokens WHERE hash = ?1",
+                params![hash(value)],
+                |r| {
+                    Ok(RunToken {
+                        tenant: r.get(0)?,
+                        workspace: r.get(1)?,
+                        run_id: r.get(2)?,
+                    })
+                },
+            )
+            .optional()?)
+    }
+
+    /// End the validity of a run's tokens (`None`: every run's, at start-up).
+    pub fn run_tokens_revoke(&self, run_id: Option<&str>) -> Result<()> {
+        match run_id {
+            Some(id) => self
+                .conn()
+                .execute("DELETE FROM run_tokens WHERE run_id = ?1", params![id])?,
+            None => self.conn().execute("DELETE FROM run_tokens", [])?,
+        };
+        Ok(())
+    }
+}

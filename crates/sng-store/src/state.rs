@@ -1,0 +1,248 @@
+//! Platform-held state: every version kept (serial, lineage, md5, run id), bodies encrypted,
+//! one lock per workspace with its LockInfo. Writes follow `sng_core::state::decide_write`.
+
+use md5::{Digest as _, Md5};
+use rusqlite::{params, OptionalExtension};
+use serde::{Deserialize, Serialize};
+use sng_core::state::{decide_write, StateMeta, WriteDecision, WriteRefusal};
+
+use crate::{now_rfc3339, Result, Store, StoreError};
+
+/// A held lock, with the engine's LockInfo as sent.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StateLock {
+    /// Lock id.
+    pub id: String,
+    /// LockInfo JSON as sent by the engine.
+    pub info: String,
+    /// Who, from the LockInfo.
+    pub who: String,
+    /// When the lock was taken (platform clock).
+    pub created_at: String,
+}
+
+/// A stored state version, without its body.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StateVersion {
+    /// Serial.
+    pub serial: i64,
+    /// Lineage.
+    pub lineage: String,
+    /// Hex MD5 of the body.
+    pub md5: String,
+    /// Run that wrote it.
+    pub run_id: Option<String>,
+    /// When.
+    pub created_at: String,
+}
+
+/// Outcome of a lock request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LockOutcome {
+    /// The caller holds the lock now.
+    Acquired,
+    /// Someone else holds it.
+    HeldBy(StateLock),
+}
+
+/// Outcome of a state write.
+#[derive(Debug)]
+pub enum WriteOutcome {
+    /// Stored as a new version.
+    Stored,
+    /// Identical to the latest version.
+    Unchanged,
+    /// Refused; nothing changed.
+    Refused(WriteRefusal),
+}
+
+fn aad(tenant: &str, workspace: &str, serial: i64) -> Vec<u8> {
+    format!("state/{tenant}/{workspace}/{serial}").into_bytes()
+}
+
+/// Serial and lineage of a state body.
+pub fn state_meta(body: &[u8]) -> Result<StateMeta> {
+    let v: serde_json::Value = serde_json::from_slice(body)
+        .map_err(|_| StoreError::Invalid("the state is not JSON".into()))?;
+    let serial = v["serial"]
+        .as_i64()
+        .ok_or_else(|| StoreError::Invalid("the state has no `serial`".into()))?;
+    let lineage = v["lineage"].as_str().unwrap_or_default().to_string();
+    Ok(StateMeta {
+        serial,
+        lineage,
+        md5: hex::encode(Md5::digest(body)),
+    })
+}
+
+impl Store {
+    fn current_lock(
+        conn: &rusqlite::Connection,
+        tenant: &str,
+        ws: &str,
+    ) -> Result<Option<StateLock>> {
+        Ok(conn
+            .query_row(
+                "SELECT lock_id, info, who, created_at FROM state_locks WHERE tenant = ?1 AND workspace = ?2",
+                params![tenant, ws],
+                |r| Ok(StateLock { id: r.get(0)?, info: r.get(1)?, who: r.get(2)?, created_at: r.get(3)? }),
+            )
+            .optional()?)
+    }
+
+    fn latest_meta(
+        conn: &rusqlite::Connection,
+        tenant: &str,
+        ws: &str,
+    ) -> Result<Option<StateMeta>> {
+        Ok(conn
+            .query_row(
+                "SELECT serial, lineage, md5 FROM state_versions WHERE tenant = ?1 AND workspace = ?2 ORDER BY serial DESC LIMIT 1",
+                params![tenant, ws],
+                |r| Ok(StateMeta { serial: r.get(0)?, lineage: r.get(1)?, md5: r.get(2)? }),
+            )
+            .optional()?)
+    }
+
+    /// The latest state body, decrypted.
+    pub fn state_get(&self, tenant: &str, ws: &str) -> Result<Option<Vec<u8>>> {
+        let conn = self.conn();
+        let row: Option<(i64, Vec<u8>)> = conn
+            .query_row(
+                "SELECT serial, body FROM state_versions WHERE tenant = ?1 AND workspace = ?2 ORDER BY serial DESC LIMIT 1",
+                params![tenant, ws],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .optional()?;
+        row.map(|(serial, sealed)| self.cipher.open(&sealed, &aad(tenant, ws, serial)))
+            .transpose()
+    }
+
+    /// Write a state body, fenced by the lock id the writer holds.
+    pub fn state_put(
+        &self,
+        tenant: &str,
+        ws: &str,
+        body: &[u8],
+        writer_lock: Option<&str>,
+        run_id: Option<&str>,
+    ) -> Result<WriteOutcome> {
+        let meta = state_meta(body)?;
+        let mut conn = self.conn();
+        let tx = conn.transaction()?;
+        let lock = Self::current_lock(&tx, tenant, ws)?;
+        let current = Self::latest_meta(&tx, tenant, ws)?;
+        match decide_write(
+            current.as_ref(),
+            &meta,
+            lock.as_ref().map(|l| l.id.as_str()),
+            writer_lock,
+        ) {
+            Err(refusal) => return Ok(WriteOutcome::Refused(refusal)),
+            Ok(WriteDecision::Unchanged) => return Ok(WriteOutcome::Unchanged),
+            Ok(WriteDecision::Store) => {}
+        }
+        let sealed = self.cipher.seal(body, &aad(tenant, ws, meta.serial));
+        tx.execute(
+            "INSERT INTO state_versions (tenant, workspace, serial, lineage, md5, run_id, created_at, body) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+            params![tenant, ws, meta.serial, meta.lineage, meta.md5, run_id, now_rfc3339(), sealed],
+        )?;
+        tx.commit()?;
+        Ok(WriteOutcome::Stored)
+    }
+
+    /// Every version of a workspace's state, newest first.
+    pub fn state_versions(&self, tenant: &str, ws: &str) -> Result<Vec<StateVersion>> {
+        let conn = self.conn();
+        let mut stmt = conn.prepare_cached(
+            "SELECT serial, lineage, md5, run_id, created_at FROM state_versions WHERE tenant = ?1 AND workspace = ?2 ORDER BY serial DESC",
+        )?;
+        let rows = stmt.query_map(params![tenant, ws], |r| {
+            Ok(StateVersion {
+                serial: r.get(0)?,
+                lineage: r.get(1)?,
+                md5: r.get(2)?,
+                run_id: r.get(3)?,
+                created_at: r.get(4)?,
+            })
+        })?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
+    }
+
+    /// Delete every version and the lock (Orphan deletion, `DELETE` of the http backend).
+    pub fn state_delete(&self, tenant: &str, ws: &str) -> Result<()> {
+        let mut conn = self.conn();
+        let tx = conn.transaction()?;
+        tx.execute(
+            "DELETE FROM state_versions WHERE tenant = ?1 AND workspace = ?2",
+            params![tenant, ws],
+        )?;
+        tx.execute(
+            "DELETE FROM state_locks WHERE tenant = ?1 AND workspace = ?2",
+            params![tenant, ws],
+        )?;
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// Take the lock with the engine's LockInfo JSON, on behalf of a run (if any).
+    pub fn state_lock(
+        &self,
+        tenant: &str,
+        ws: &str,
+        info_json: &str,
+        run_id: Option<&str>,
+    ) -> Result<LockOutcome> {
+        let info: serde_json::Value = serde_json::from_str(info_json)
+            .map_err(|_| StoreError::Invalid("LockInfo is not JSON".into()))?;
+        let id = info["ID"]
+            .as_str()
+            .filter(|s| !s.is_empty())
+            .ok_or_else(|| StoreError::Invalid("LockInfo has no ID".into()))?;
+        let who = info["Who"].as_str().unwrap_or_default();
+        let mut conn = self.conn();
+        let tx = conn.transaction()?;
+        if let Some(held) = Self::current_lock(&tx, tenant, ws)? {
+            return Ok(if held.id == id {
+                LockOutcome::Acquired
+            } else {
+                LockOutcome::HeldBy(held)
+            });
+        }
+        tx.execute(
+            "INSERT INTO state_locks (tenant, workspace, lock_id, info, who, run_id, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            params![tenant, ws, id, info_json, who, run_id, now_rfc3339()],
+        )?;
+        tx.commit()?;
+        Ok(LockOutcome::Acquired)
+    }
+
+    /// Release the lock `id`. Releasing a lock that is not held is a no-op; another id gets the holder.
+    pub fn state_unlock(&self, tenant: &str, ws: &str, id: &str) -> Result<Option<StateLock>> {
+        let conn = self.conn();
+        if let Some(held) = Self::current_lock(&conn, tenant, ws)? {
+            if held.id != id {
+                return Ok(Some(held));
+            }
+            conn.execute(
+                "DELETE FROM state_locks WHERE tenant = ?1 AND workspace = ?2",
+                params![tenant, ws],
+            )?;
+        }
+        Ok(None)
+    }
+
+    /// Release every lock taken by a run (the run ended, or was cut by a crash).
+    /// Returns how many were released.
+    pub fn state_release_run_locks(&self, run_id: &str) -> Result<usize> {
+        Ok(self
+            .conn()
+            .execute("DELETE FROM state_locks WHERE run_id = ?1", params![run_id])?)
+    }
+
+    /// The current lock, if any.
+    pub fn state_lock_info(&self, tenant: &str, ws: &str) -> Result<Option<StateLock>> {
+        Self::current_lock(&self.conn(), tenant, ws)
+    }
+}
