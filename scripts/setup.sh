@@ -3,7 +3,7 @@
 #   bubblewrap        sandbox of engine runs
 #   docker-registry   a real OCI registry (CNCF Distribution) for the tests
 #   apache2-utils     htpasswd, for the registry with authentication
-#   protobuf-compiler protoc, to build the test provider (tf-provider)
+#   protobuf-compiler, libprotobuf-dev   protoc and its well-known types, to build the test provider
 #   the engine        .tools/bin/tofu (scripts/install-engine.sh) unless SNG_ENGINE/tofu/terraform exist
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -15,6 +15,7 @@ command -v bwrap >/dev/null || need_apt+=(bubblewrap)
 command -v docker-registry >/dev/null || need_apt+=(docker-registry)
 command -v htpasswd >/dev/null || need_apt+=(apache2-utils)
 command -v protoc >/dev/null || need_apt+=(protobuf-compiler)
+[ -f /usr/include/google/protobuf/empty.proto ] || need_apt+=(libprotobuf-dev)
 command -v cc >/dev/null || need_apt+=(gcc)
 
 if [ ${#need_apt[@]} -gt 0 ]; then

@@ -1,0 +1,181 @@
+//! One engine command: spawned in its own process group, stdout and stderr captured line by
+//! line, masked, appended to the run log; interrupted on cancel or timeout (SIGINT to the
+//! engine's processes, a grace period, then SIGKILL to the group).
+
+use std::path::Path;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::{kill, killpg, Signal};
+use nix::unistd::Pid;
+use sng_core::mask::Masker;
+use tokio::io::{AsyncBufReadExt as _, AsyncReadExt as _, AsyncWriteExt as _, BufReader};
+use tokio::process::Command;
+use tokio_util::sync::CancellationToken;
+
+/// How a command ended.
+#[derive(Debug, Default)]
+pub struct StepOutcome {
+    /// Exit code (`None` when killed by a signal).
+    pub code: Option<i32>,
+    /// Captured stdout when asked (never logged: it may hold secrets, e.g. `show -json`).
+    pub stdout: Vec<u8>,
+    /// Masked `Error: …` summaries from the engine's diagnostics.
+    pub errors: Vec<String>,
+    /// Stopped by a cancellation.
+    pub interrupted: bool,
+    /// Stopped by the deadline.
+    pub timed_out: bool,
+    /// Wall-clock time.
+    pub elapsed: Duration,
+}
+
+/// Append-only masked log of a run.
+pub struct RunLog {
+    file: tokio::fs::File,
+    masker: Masker,
+}
+
+impl RunLog {
+    /// Open (create) the log file.
+    pub async fn open(path: &Path, masker: Masker) -> std::io::Result<RunLog> {
+        if let Some(dir) = path.parent() {
+            tokio::fs::create_dir_all(dir).await?;
+        }
+        let file = tokio::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .await?;
+        Ok(RunLog { file, masker })
+    }
+
+    /// Write one line, masked.
+    pub async fn line(&mut self, text: &str) {
+        let masked = self.masker.mask(text);
+        let _ = self.file.write_all(masked.as_bytes()).await;
+        let _ = self.file.write_all(b"\n").await;
+    }
+
+    /// The masker of this run.
+    pub fn masker(&self) -> &Masker {
+        &self.masker
+    }
+
+    /// Flush to disk.
+    pub async fn flush(&mut self) {
+        let _ = self.file.flush().await;
+    }
+}
+
+/// Send `sig` to every process of the group except bubblewrap itself (bwrap dies on SIGINT and
+/// would take the sandbox with it; the engine must get the signal to stop cleanly).
+fn signal_engine(pgid: u32, sig: Signal) {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return;
+    };
+    for e in entries.flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        let (Some(open), Some(close)) = (stat.find('('), stat.rfind(')')) else {
+            continue;
+        };
+        let comm = &stat[open + 1..close];
+        let pgrp = stat[close + 2..]
+            .split_whitespace()
+            .nth(2)
+            .and_then(|s| s.parse::<u32>().ok());
+        if pgrp == Some(pgid) && comm != "bwrap" {
+            let _ = kill(Pid::from_raw(pid), sig);
+        }
+    }
+}
+
+/// Run one command to its end, or until cancel/deadline (then interrupt, grace, kill).
+pub async fn run_step(
+    mut cmd: Command,
+    log: &mut RunLog,
+    capture_stdout: bool,
+    cancel: &CancellationToken,
+    deadline: Instant,
+    grace: Duration,
+) -> std::io::Result<StepOutcome> {
+    let start = Instant::now();
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(true);
+    let mut child = cmd.spawn()?;
+    let pgid = child.id().unwrap_or(0);
+    let stdout = child.stdout.take().expect("piped");
+    let stderr = child.stderr.take().expect("piped");
+    let mut err_lines = BufReader::new(stderr).lines();
+    let mut out = StepOutcome::default();
+    let mut captured = Vec::new();
+    let (mut out_lines, mut raw_stdout) = if capture_stdout {
+        (None, Some(stdout))
+    } else {
+        (Some(BufReader::new(stdout).lines()), None)
+    };
+    let status = {
+        let capture = async {
+            match raw_stdout.as_mut() {
+                Some(s) => s.read_to_end(&mut captured).await.map(|_| ()),
+                None => Ok(()),
+            }
+        };
+        tokio::pin!(capture);
+        let mut capture_done = !capture_stdout;
+        let mut stopping: Option<Instant> = None;
+        let mut killed = false;
+        let mut err_open = true;
+        let mut out_open = out_lines.is_some();
+        loop {
+            let kill_at = stopping.map(|t| t + grace).filter(|_| !killed);
+            tokio::select! {
+                line = err_lines.next_line(), if err_open => match line? {
+                    Some(l) => {
+                        if let Some(summary) = l.trim_start_matches(['│', ' ']).strip_prefix("Error: ") {
+                            out.errors.push(log.masker().mask(summary.trim()));
+                        }
+                        log.line(&l).await;
+                    }
+                    None => err_open = false,
+                },
+                line = async { out_lines.as_mut().expect("open").next_line().await }, if out_open => match line? {
+                    Some(l) => log.line(&l).await,
+                    None => out_open = false,
+                },
+                r = &mut capture, if !capture_done => { r?; capture_done = true; }
+                status = child.wait(), if !err_open && !out_open && capture_done => break status?,
+                _ = cancel.cancelled(), if stopping.is_none() => {
+                    out.interrupted = true;
+                    log.line("sng: cancel requested: interrupting the engine").await;
+                    signal_engine(pgid, Signal::SIGINT);
+                    stopping = Some(Instant::now());
+                }
+                _ = tokio::time::sleep_until(deadline.into()), if stopping.is_none() => {
+                    out.timed_out = true;
+                    log.line("sng: run deadline reached: interrupting the engine").await;
+                    signal_engine(pgid, Signal::SIGINT);
+                    stopping = Some(Instant::now());
+                }
+                _ = tokio::time::sleep_until(kill_at.unwrap_or(deadline).into()), if kill_at.is_some() => {
+                    log.line("sng: grace period over: killing the engine").await;
+                    let _ = killpg(Pid::from_raw(pgid as i32), Signal::SIGKILL);
+                    killed = true;
+                }
+            }
+        }
+    };
+    log.flush().await;
+    out.code = status.code();
+    out.stdout = captured;
+    out.elapsed = start.elapsed();
+    Ok(out)
+}

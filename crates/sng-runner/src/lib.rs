@@ -1,0 +1,16 @@
+//! Runs of the engine: run directory assembly, execution in a sandbox as argument vectors,
+//! masked log capture, timeouts and cancellation.
+#![forbid(unsafe_code)]
+
+pub mod engine;
+pub mod exec;
+pub mod module;
+pub mod run;
+pub mod sandbox;
+pub mod workdir;
+
+pub use engine::{Engine, EngineError};
+pub use run::{
+    execute, Backend, Operation, ProviderBlock, RunConfig, RunInput, RunOutput, RunResult,
+};
+pub use sandbox::Sandbox;

@@ -1,0 +1,383 @@
+//! One run: assemble the directory, then `init`, `plan -out`, `show -json` (summarised and
+//! hashed, never logged), `apply` of the saved plan file only, `output -json`.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use serde_json::{Map, Value};
+use sng_core::mask::Masker;
+use sng_core::plan::{count, hash_resource_changes, sensitive_output_values, PlanCounts};
+use tokio_util::sync::CancellationToken;
+
+use crate::engine::Engine;
+use crate::exec::{run_step, RunLog, StepOutcome};
+use crate::module::{inspect, ModuleInfo};
+use crate::sandbox::Sandbox;
+use crate::workdir::{assemble, RunDir};
+
+/// Where the state lives during the run.
+#[derive(Debug, Clone)]
+pub enum Backend {
+    /// The platform's `http` backend; the run token goes in `TF_HTTP_PASSWORD`.
+    Http {
+        /// `…/state/v1/<tenant>/<workspace>`.
+        address: String,
+        /// Basic-auth user name (the run id).
+        username: String,
+    },
+    /// The tenant's bucket; credentials go in the environment.
+    S3 {
+        /// The `backend "s3"` block.
+        config: Map<String, Value>,
+    },
+    /// A local file (benchmarks and tests only).
+    Local {
+        /// State path.
+        path: String,
+    },
+}
+
+/// A generated provider block.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProviderBlock {
+    /// Local name (type), e.g. `aws`.
+    pub local_name: String,
+    /// Source address.
+    pub source: String,
+    /// Version constraint.
+    pub version: Option<String>,
+    /// Alias.
+    pub alias: Option<String>,
+    /// Attributes, secret ones included (the run directory is private and removed after).
+    pub config: Map<String, Value>,
+}
+
+/// What the run does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Operation {
+    /// Plan only.
+    Plan,
+    /// Plan, then apply the saved plan.
+    Apply,
+    /// Plan a destroy, then apply it.
+    Destroy,
+}
+
+/// Settings shared by all runs.
+#[derive(Debug, Clone)]
+pub struct RunConfig {
+    /// The engine.
+    pub engine: Engine,
+    /// Where run directories are created (and removed).
+    pub runs_dir: PathBuf,
+    /// Shared provider plugin cache root; each tenant gets its own sub-directory.
+    pub plugin_cache: PathBuf,
+    /// Filesystem mirror of providers, if any.
+    pub provider_mirror: Option<PathBuf>,
+    /// Isolation.
+    pub sandbox: Sandbox,
+    /// Wall-clock limit of a whole run.
+    pub timeout: Duration,
+    /// Time given to the engine to stop after an interrupt.
+    pub grace: Duration,
+    /// `TF_LOG` for the engine (e.g. `trace`), if any.
+    pub engine_log: Option<String>,
+    /// Keep run directories (debugging).
+    pub keep_run_dirs: bool,
+}
+
+/// Everything one run needs.
+#[derive(Debug, Clone)]
+pub struct RunInput {
+    /// Run id.
+    pub run_id: String,
+    /// Tenant.
+    pub tenant: String,
+    /// The extracted module (read-only).
+    pub module_dir: PathBuf,
+    /// Non-secret variables → `terraform.tfvars.json`.
+    pub vars: Map<String, Value>,
+    /// Extra environment: `TF_VAR_*` of secret variables, provider env, backend credentials.
+    pub env: Vec<(String, String)>,
+    /// Provider blocks.
+    pub providers: Vec<ProviderBlock>,
+    /// Import blocks (to, id).
+    pub imports: Vec<(String, String)>,
+    /// State backend.
+    pub backend: Backend,
+    /// Secret for the backend (the run token), given as `TF_HTTP_PASSWORD`.
+    pub backend_password: Option<String>,
+    /// Plan, apply or destroy.
+    pub operation: Operation,
+    /// Every secret value given to the run, for masking.
+    pub secrets: Vec<String>,
+    /// Masked log file.
+    pub log_path: PathBuf,
+}
+
+/// A summarised plan.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PlanResult {
+    /// Counts as the CLI prints them.
+    pub counts: PlanCounts,
+    /// Hash of `resource_changes`.
+    pub hash: String,
+}
+
+/// How the run ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RunResult {
+    /// Everything asked was done.
+    Succeeded,
+    /// A step failed; masked message.
+    Failed(String),
+    /// Stopped cleanly by a cancel or the deadline.
+    Interrupted(String),
+    /// The state lock is held by someone else.
+    StateLocked(String),
+}
+
+/// Result of a run.
+#[derive(Debug, Clone)]
+pub struct RunOutput {
+    /// How it ended.
+    pub result: RunResult,
+    /// The plan, when one was made.
+    pub plan: Option<PlanResult>,
+    /// `output -json` after an apply (sensitive values included: publish, never log).
+    pub outputs: Option<Value>,
+    /// Sensitive output values (to mask anywhere else).
+    pub sensitive: Vec<String>,
+    /// (step, milliseconds).
+    pub steps: Vec<(String, u64)>,
+    /// The module as read before the run.
+    pub module: Option<ModuleInfo>,
+}
+
+fn args(list: &[&str]) -> Vec<String> {
+    list.iter().map(|s| s.to_string()).collect()
+}
+
+fn failure_message(step: &str, o: &StepOutcome) -> String {
+    if o.errors.is_empty() {
+        format!("{step} failed (exit {:?})", o.code)
+    } else {
+        format!("{step} failed: {}", o.errors.join("; "))
+    }
+}
+
+fn is_lock_error(o: &StepOutcome) -> bool {
+    o.errors.iter().any(|e| {
+        e.contains("Error acquiring the state lock") || e.contains("acquiring the state lock")
+    })
+}
+
+/// Run the operation. Never panics on engine failures: they are results.
+pub async fn execute(cfg: &RunConfig, input: RunInput, cancel: CancellationToken) -> RunOutput {
+    let mut masker = Masker::new(&input.secrets);
+    if let Some(p) = &input.backend_password {
+        masker.add(p);
+    }
+    let mut out = RunOutput {
+        result: RunResult::Succeeded,
+        plan: None,
+        outputs: None,
+        sensitive: vec![],
+        steps: vec![],
+        module: None,
+    };
+    let mut log = match RunLog::open(&input.log_path, masker).await {
+        Ok(l) => l,
+        Err(e) => {
+            out.result = RunResult::Failed(format!("cannot open the run log: {e}"));
+            return out;
+        }
+    };
+    let rd = RunDir::new(&cfg.runs_dir, &input.run_id);
+    let result = run_in(cfg, &input, &rd, &mut log, &cancel, &mut out).await;
+    out.result = result;
+    let summary = match &out.result {
+        RunResult::Succeeded => "sng: run succeeded".to_string(),
+        RunResult::Failed(m) | RunResult::Interrupted(m) | RunResult::StateLocked(m) => {
+            format!("sng: run ended: {m}")
+        }
+    };
+    log.line(&summary).await;
+    log.flush().await;
+    if !cfg.keep_run_dirs {
+        let _ = tokio::fs::remove_dir_all(&rd.root).await;
+    }
+    out
+}
+
+async fn run_in(
+    cfg: &RunConfig,
+    input: &RunInput,
+    rd: &RunDir,
+    log: &mut RunLog,
+    cancel: &CancellationToken,
+    out: &mut RunOutput,
+) -> RunResult {
+    let deadline = Instant::now() + cfg.timeout;
+    let module = match inspect(&input.module_dir) {
+        Ok(m) => m,
+        Err(e) => return RunResult::Failed(format!("the module cannot be read: {e}")),
+    };
+    if let Err(e) = assemble(
+        rd,
+        &input.module_dir,
+        &module,
+        &input.backend,
+        &input.providers,
+        &input.imports,
+        &input.vars,
+        cfg.provider_mirror.as_deref(),
+    ) {
+        return RunResult::Failed(format!("cannot prepare the run directory: {e}"));
+    }
+    out.module = Some(module);
+    let cache = cfg.plugin_cache.join(&input.tenant);
+    let _ = std::fs::create_dir_all(&cache);
+    let mut env: Vec<(String, String)> = vec![
+        ("PATH".into(), "/usr/local/bin:/usr/bin:/bin".into()),
+        ("HOME".into(), rd.home.display().to_string()),
+        ("TMPDIR".into(), "/tmp".into()),
+        ("CHECKPOINT_DISABLE".into(), "1".into()),
+        ("TF_IN_AUTOMATION".into(), "1".into()),
+        ("TF_INPUT".into(), "0".into()),
+        (
+            "TF_CLI_CONFIG_FILE".into(),
+            rd.cli_config.display().to_string(),
+        ),
+        ("TF_PLUGIN_CACHE_DIR".into(), cache.display().to_string()),
+        (
+            "TF_PLUGIN_CACHE_MAY_BREAK_DEPENDENCY_LOCK_FILE".into(),
+            "1".into(),
+        ),
+        ("RUST_LIB_BACKTRACE".into(), "0".into()),
+    ];
+    if let Some(level) = &cfg.engine_log {
+        env.push(("TF_LOG".into(), level.clone()));
+    }
+    if let Some(p) = &input.backend_password {
+        env.push(("TF_HTTP_PASSWORD".into(), p.clone()));
+    }
+    env.extend(input.env.iter().cloned());
+    if !cfg.sandbox.isolated() {
+        log.line("sng: warning: bubblewrap not found; the engine runs without a sandbox")
+            .await;
+    }
+    let engine_root = cfg
+        .engine
+        .path
+        .parent()
+        .and_then(Path::parent)
+        .unwrap_or(Path::new("/usr"))
+        .to_path_buf();
+    let writable: Vec<&Path> = vec![&rd.root, &cache];
+    let step = |a: Vec<String>| {
+        cfg.sandbox.command(
+            &cfg.engine.path,
+            &a,
+            &rd.work,
+            &env,
+            &engine_root,
+            &writable,
+        )
+    };
+
+    macro_rules! run {
+        ($name:expr, $args:expr, $capture:expr) => {{
+            log.line(&format!("==> sng: {}", $name)).await;
+            match run_step(step($args), log, $capture, cancel, deadline, cfg.grace).await {
+                Ok(o) => {
+                    out.steps
+                        .push(($name.to_string(), o.elapsed.as_millis() as u64));
+                    if o.interrupted || o.timed_out {
+                        let why = if o.timed_out {
+                            "the run deadline was reached"
+                        } else {
+                            "the run was cancelled"
+                        };
+                        return RunResult::Interrupted(format!("{} interrupted: {why}", $name));
+                    }
+                    o
+                }
+                Err(e) => {
+                    return RunResult::Failed(format!("cannot start the engine for {}: {e}", $name))
+                }
+            }
+        }};
+    }
+
+    let init = run!("init", args(&["init", "-input=false", "-no-color"]), false);
+    if init.code != Some(0) {
+        return RunResult::Failed(failure_message("init", &init));
+    }
+    let mut plan_args = args(&[
+        "plan",
+        "-input=false",
+        "-no-color",
+        "-lock-timeout=0s",
+        "-out=sng.tfplan",
+    ]);
+    if input.operation == Operation::Destroy {
+        plan_args.push("-destroy".into());
+    }
+    let plan = run!("plan", plan_args, false);
+    if plan.code != Some(0) {
+        if is_lock_error(&plan) {
+            return RunResult::StateLocked(failure_message("plan", &plan));
+        }
+        return RunResult::Failed(failure_message("plan", &plan));
+    }
+    let show = run!(
+        "show",
+        args(&["show", "-json", "-no-color", "sng.tfplan"]),
+        true
+    );
+    if show.code != Some(0) {
+        return RunResult::Failed(failure_message("show", &show));
+    }
+    let plan_json: Value = match serde_json::from_slice(&show.stdout) {
+        Ok(v) => v,
+        Err(_) => return RunResult::Failed("show -json printed something that is not JSON".into()),
+    };
+    out.plan = Some(PlanResult {
+        counts: count(&plan_json),
+        hash: hash_resource_changes(&plan_json),
+    });
+    drop(plan_json);
+    if input.operation == Operation::Plan {
+        return RunResult::Succeeded;
+    }
+    let apply = run!(
+        "apply",
+        args(&[
+            "apply",
+            "-input=false",
+            "-no-color",
+            "-lock-timeout=0s",
+            "sng.tfplan"
+        ]),
+        false
+    );
+    if apply.code != Some(0) {
+        if is_lock_error(&apply) {
+            return RunResult::StateLocked(failure_message("apply", &apply));
+        }
+        return RunResult::Failed(failure_message("apply", &apply));
+    }
+    let output = run!("output", args(&["output", "-json", "-no-color"]), true);
+    if output.code != Some(0) {
+        return RunResult::Failed(failure_message("output", &output));
+    }
+    match serde_json::from_slice::<Value>(&output.stdout) {
+        Ok(v) => {
+            out.sensitive = sensitive_output_values(&v);
+            out.outputs = Some(v);
+            RunResult::Succeeded
+        }
+        Err(_) => RunResult::Failed("output -json printed something that is not JSON".into()),
+    }
+}

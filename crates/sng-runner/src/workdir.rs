@@ -1,0 +1,276 @@
+//! The run directory: the module as root module, plus generated files — the backend as an
+//! override, provider blocks, import blocks, `terraform.tfvars.json` — and the CLI config.
+//! The generators are pure and tested by tables; `assemble` does the I/O.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde_json::{json, Map, Value};
+
+use crate::module::ModuleInfo;
+use crate::run::{Backend, ProviderBlock};
+
+/// `sng_backend_override.tf.json`: replaces whatever backend the module declares.
+pub fn backend_override(backend: &Backend) -> Value {
+    match backend {
+        Backend::Http { address, username } => json!({"terraform": {"backend": {"http": {
+            "address": address,
+            "lock_address": format!("{address}/lock"),
+            "unlock_address": format!("{address}/lock"),
+            "lock_method": "LOCK",
+            "unlock_method": "UNLOCK",
+            "username": username,
+            "retry_max": 2,
+        }}}}),
+        Backend::S3 { config, .. } => json!({"terraform": {"backend": {"s3": config}}}),
+        Backend::Local { path } => json!({"terraform": {"backend": {"local": {"path": path}}}}),
+    }
+}
+
+/// Provider blocks, split between a normal file (new blocks, plus `required_providers` for names
+/// the module does not declare) and an override file (blocks the module already has: merged).
+pub fn provider_files(
+    blocks: &[ProviderBlock],
+    module: &ModuleInfo,
+) -> (Option<Value>, Option<Value>) {
+    let mut plain: BTreeMap<String, Vec<Value>> = BTreeMap::new();
+    let mut over: BTreeMap<String, Vec<Value>> = BTreeMap::new();
+    let mut required = Map::new();
+    for b in blocks {
+        let mut body = b.config.clone();
+        if let Some(alias) = &b.alias {
+            body.insert("alias".into(), json!(alias));
+        }
+        let key = (b.local_name.clone(), b.alias.clone());
+        let target = if module.provider_blocks.contains(&key) {
+            &mut over
+        } else {
+            &mut plain
+        };
+        target
+            .entry(b.local_name.clone())
+            .or_default()
+            .push(Value::Object(body));
+        if !module.required_providers.contains_key(&b.local_name)
+            && !required.contains_key(&b.local_name)
+        {
+            let mut req = json!({"source": b.source});
+            if let Some(v) = &b.version {
+                req["version"] = json!(v);
+            }
+            required.insert(b.local_name.clone(), req);
+        }
+    }
+    let mut plain_doc = Map::new();
+    if !required.is_empty() {
+        plain_doc.insert("terraform".into(), json!({"required_providers": required}));
+    }
+    if !plain.is_empty() {
+        plain_doc.insert("provider".into(), json!(plain));
+    }
+    let plain_doc = (!plain_doc.is_empty()).then_some(Value::Object(plain_doc));
+    let over_doc = (!over.is_empty()).then(|| json!({"provider": over}));
+    (plain_doc, over_doc)
+}
+
+/// `sng_imports.tf.json` (import blocks are not allowed in override files).
+pub fn imports_file(imports: &[(String, String)]) -> Option<Value> {
+    (!imports.is_empty()).then(|| {
+        json!({"import": imports.iter().map(|(to, id)| json!({"to": to, "id": id})).collect::<Vec<_>>()})
+    })
+}
+
+/// The engine's CLI configuration: a filesystem mirror for the hosts it holds, direct otherwise.
+pub fn cli_config(mirror: Option<&Path>) -> String {
+    let Some(mirror) = mirror else {
+        return "provider_installation {\n  direct {}\n}\n".to_string();
+    };
+    let hosts: Vec<String> = std::fs::read_dir(mirror)
+        .map(|rd| {
+            rd.flatten()
+                .filter(|e| e.path().is_dir())
+                .filter_map(|e| e.file_name().to_str().map(|h| format!("\"{h}/*/*\"")))
+                .collect()
+        })
+        .unwrap_or_default();
+    if hosts.is_empty() {
+        return "provider_installation {\n  direct {}\n}\n".to_string();
+    }
+    let list = hosts.join(", ");
+    format!(
+        "provider_installation {{\n  filesystem_mirror {{\n    path    = \"{}\"\n    include = [{list}]\n  }}\n  direct {{\n    exclude = [{list}]\n  }}\n}}\n",
+        mirror.display()
+    )
+}
+
+/// Copy a module tree (regular files and directories only).
+pub fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(to)?;
+    for entry in std::fs::read_dir(from)? {
+        let entry = entry?;
+        let ft = entry.file_type()?;
+        let dest = to.join(entry.file_name());
+        if ft.is_dir() {
+            copy_tree(&entry.path(), &dest)?;
+        } else if ft.is_file() {
+            std::fs::copy(entry.path(), &dest)?;
+        }
+    }
+    Ok(())
+}
+
+/// Paths of one run directory.
+#[derive(Debug, Clone)]
+pub struct RunDir {
+    /// `runs/<id>`: removed when the run ends.
+    pub root: PathBuf,
+    /// The root module, where the engine runs.
+    pub work: PathBuf,
+    /// `HOME` of the engine.
+    pub home: PathBuf,
+    /// The CLI config file.
+    pub cli_config: PathBuf,
+}
+
+impl RunDir {
+    /// Layout under `runs_dir/<run_id>`.
+    pub fn new(runs_dir: &Path, run_id: &str) -> RunDir {
+        let root = runs_dir.join(run_id);
+        RunDir {
+            work: root.join("work"),
+            home: root.join("home"),
+            cli_config: root.join("cli.tfrc"),
+            root,
+        }
+    }
+}
+
+fn write_json(dir: &Path, name: &str, v: &Value) -> std::io::Result<()> {
+    std::fs::write(dir.join(name), serde_json::to_vec_pretty(v).expect("json"))
+}
+
+/// Build the run directory from the module and the generated files.
+pub fn assemble(
+    rd: &RunDir,
+    module_dir: &Path,
+    module: &ModuleInfo,
+    backend: &Backend,
+    providers: &[ProviderBlock],
+    imports: &[(String, String)],
+    vars: &Map<String, Value>,
+    mirror: Option<&Path>,
+) -> std::io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt as _;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(&rd.root)?;
+    copy_tree(module_dir, &rd.work)?;
+    std::fs::create_dir_all(&rd.home)?;
+    write_json(
+        &rd.work,
+        "sng_backend_override.tf.json",
+        &backend_override(backend),
+    )?;
+    let (plain, over) = provider_files(providers, module);
+    if let Some(p) = plain {
+        write_json(&rd.work, "sng_providers.tf.json", &p)?;
+    }
+    if let Some(o) = over {
+        write_json(&rd.work, "sng_providers_override.tf.json", &o)?;
+    }
+    if let Some(i) = imports_file(imports) {
+        write_json(&rd.work, "sng_imports.tf.json", &i)?;
+    }
+    if !vars.is_empty() {
+        write_json(
+            &rd.work,
+            "terraform.tfvars.json",
+            &Value::Object(vars.clone()),
+        )?;
+    }
+    std::fs::write(&rd.cli_config, cli_config(mirror))?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn block(name: &str, alias: Option<&str>) -> ProviderBlock {
+        ProviderBlock {
+            local_name: name.into(),
+            source: format!("example.com/sng/{name}"),
+            version: Some(">= 0.1.0".into()),
+            alias: alias.map(str::to_string),
+            config: serde_json::from_value(json!({"root": "/tmp/x"})).unwrap(),
+        }
+    }
+
+    #[test]
+    fn providers_go_to_the_right_file() {
+        let mut module = ModuleInfo::default();
+        let table: Vec<(ModuleInfo, Vec<ProviderBlock>, Option<Value>, Option<Value>)> = vec![
+            (module.clone(), vec![], None, None),
+            (
+                module.clone(),
+                vec![block("file", None)],
+                Some(
+                    json!({"terraform": {"required_providers": {"file": {"source": "example.com/sng/file", "version": ">= 0.1.0"}}},
+                            "provider": {"file": [{"root": "/tmp/x"}]}}),
+                ),
+                None,
+            ),
+            (
+                {
+                    module.provider_blocks.insert(("file".into(), None));
+                    module
+                        .required_providers
+                        .insert("file".into(), "example.com/sng/file".into());
+                    module.clone()
+                },
+                vec![block("file", None), block("file", Some("b"))],
+                Some(json!({"provider": {"file": [{"root": "/tmp/x", "alias": "b"}]}})),
+                Some(json!({"provider": {"file": [{"root": "/tmp/x"}]}})),
+            ),
+        ];
+        for (m, blocks, plain, over) in table {
+            assert_eq!(provider_files(&blocks, &m), (plain, over), "{blocks:?}");
+        }
+    }
+
+    #[test]
+    fn backend_and_imports() {
+        let b = backend_override(&Backend::Http {
+            address: "http://h/state/v1/t/w".into(),
+            username: "run-1".into(),
+        });
+        assert_eq!(
+            b["terraform"]["backend"]["http"]["lock_address"],
+            "http://h/state/v1/t/w/lock"
+        );
+        assert_eq!(b["terraform"]["backend"]["http"]["lock_method"], "LOCK");
+        assert!(
+            b.to_string().find("password").is_none(),
+            "the token goes through TF_HTTP_PASSWORD, never a file"
+        );
+        assert_eq!(imports_file(&[]), None);
+        assert_eq!(
+            imports_file(&[("a.b".into(), "i-1".into())]),
+            Some(json!({"import": [{"to": "a.b", "id": "i-1"}]}))
+        );
+    }
+
+    #[test]
+    fn cli_config_mirrors_only_what_it_holds() {
+        assert!(cli_config(None).contains("direct {}"));
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("example.com/sng/file")).unwrap();
+        let c = cli_config(Some(dir.path()));
+        assert!(
+            c.contains("include = [\"example.com/*/*\"]")
+                && c.contains("exclude = [\"example.com/*/*\"]"),
+            "{c}"
+        );
+    }
+}
