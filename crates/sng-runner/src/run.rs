@@ -274,7 +274,12 @@ async fn run_in(
         .and_then(Path::parent)
         .unwrap_or(Path::new("/usr"))
         .to_path_buf();
-    let writable: Vec<&Path> = vec![&rd.root, &cache];
+    let mut writable: Vec<&Path> = vec![&rd.root, &cache];
+    if let Backend::Local { path } = &input.backend {
+        if let Some(parent) = Path::new(path).parent() {
+            writable.push(parent);
+        }
+    }
     let step = |a: Vec<String>| {
         cfg.sandbox.command(
             &cfg.engine.path,

@@ -1,0 +1,157 @@
+//! The runner against the real engine: apply with outputs, masking of secrets (also at
+//! TF_LOG=trace), a failing plan with a clear message, and a cancelled run recorded Interrupted.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde_json::{json, Map, Value};
+use sng_runner::{execute, Backend, Engine, Operation, RunConfig, RunInput, RunResult, Sandbox};
+use tokio_util::sync::CancellationToken;
+
+fn engine() -> Option<Engine> {
+    let path = std::env::var_os("SNG_ENGINE")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.tools/bin/tofu"));
+    if !path.exists() {
+        eprintln!("SKIP: no engine at {} (run scripts/install-engine.sh)", path.display());
+        return None;
+    }
+    Some(sng_runner::engine::discover(Some(&path)).expect("engine works"))
+}
+
+fn config(engine: Engine, dir: &Path) -> RunConfig {
+    RunConfig {
+        engine,
+        runs_dir: dir.join("runs"),
+        plugin_cache: dir.join("plugins"),
+        provider_mirror: None,
+        sandbox: Sandbox::detect(),
+        timeout: Duration::from_secs(120),
+        grace: Duration::from_secs(10),
+        engine_log: None,
+        keep_run_dirs: false,
+    }
+}
+
+fn module(dir: &Path, body: &str) -> PathBuf {
+    let m = dir.join("module");
+    std::fs::create_dir_all(&m).unwrap();
+    std::fs::write(m.join("main.tf"), body).unwrap();
+    m
+}
+
+fn input(dir: &Path, module_dir: PathBuf, run_id: &str, op: Operation) -> RunInput {
+    RunInput {
+        run_id: run_id.into(),
+        tenant: "default".into(),
+        module_dir,
+        vars: Map::new(),
+        env: vec![],
+        providers: vec![],
+        imports: vec![],
+        backend: Backend::Local { path: dir.join("state.tfstate").display().to_string() },
+        backend_password: None,
+        operation: op,
+        secrets: vec![],
+        log_path: dir.join("logs").join(format!("{run_id}.log")),
+    }
+}
+
+const PET: &str = r#"
+variable "prefix" { type = string }
+variable "password" {
+  type      = string
+  sensitive = true
+}
+resource "terraform_data" "pet" { input = "${var.prefix}-pet" }
+resource "terraform_data" "pw" { input = var.password }
+output "name" { value = terraform_data.pet.output }
+output "secret" {
+  value     = "token-${var.password}"
+  sensitive = true
+}
+output "obj" { value = { a = 1, b = [true] } }
+"#;
+
+#[tokio::test]
+async fn apply_publishes_outputs_and_masks_secrets() {
+    let Some(engine) = engine() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg = config(engine, dir.path());
+    cfg.engine_log = Some("trace".into());
+    let canary = "CANARY-runner-7731";
+    let mut inp = input(dir.path(), module(dir.path(), PET), "run-1", Operation::Apply);
+    inp.vars.insert("prefix".into(), json!("demo"));
+    inp.env.push(("TF_VAR_password".into(), canary.into()));
+    inp.secrets.push(canary.into());
+    let out = execute(&cfg, inp, CancellationToken::new()).await;
+    assert_eq!(out.result, RunResult::Succeeded, "{:?}", out.result);
+    let plan = out.plan.unwrap();
+    assert_eq!((plan.counts.add, plan.counts.change, plan.counts.destroy), (2, 0, 0));
+    assert!(plan.hash.starts_with("sha256:"));
+    let outputs: Value = out.outputs.unwrap();
+    assert_eq!(outputs["name"]["value"], "demo-pet");
+    assert_eq!(outputs["obj"]["value"], json!({"a": 1, "b": [true]}));
+    assert!(out.sensitive.contains(&format!("token-{canary}")));
+    let log = std::fs::read_to_string(dir.path().join("logs/run-1.log")).unwrap();
+    assert!(log.contains("==> sng: apply") && log.contains("Apply complete!"), "{log}");
+    assert!(log.len() > 10_000, "TF_LOG=trace output is captured");
+    assert!(!log.contains(canary), "the secret leaked into the log");
+    assert!(!dir.path().join("runs/run-1").exists(), "the run directory is removed");
+    let names: Vec<&str> = out.steps.iter().map(|(s, _)| s.as_str()).collect();
+    assert_eq!(names, ["init", "plan", "show", "apply", "output"]);
+
+    // a second plan of the same module: no changes
+    let mut again = input(dir.path(), dir.path().join("module"), "run-2", Operation::Plan);
+    again.vars.insert("prefix".into(), json!("demo"));
+    again.env.push(("TF_VAR_password".into(), canary.into()));
+    let out = execute(&cfg, again, CancellationToken::new()).await;
+    assert_eq!(out.result, RunResult::Succeeded);
+    assert!(!out.plan.unwrap().counts.has_changes());
+}
+
+#[tokio::test]
+async fn a_broken_module_fails_with_the_engine_diagnostic() {
+    let Some(engine) = engine() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(engine, dir.path());
+    let m = module(dir.path(), "resource \"terraform_data\" \"x\" { input = var.missing }\n");
+    let out = execute(&cfg, input(dir.path(), m, "run-bad", Operation::Apply), CancellationToken::new()).await;
+    match out.result {
+        RunResult::Failed(msg) => assert!(msg.contains("Reference to undeclared input variable"), "{msg}"),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn cancel_interrupts_the_engine_cleanly() {
+    let Some(engine) = engine() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(engine, dir.path());
+    let marker = dir.path().join("runs/run-slow/work/started");
+    let m = module(
+        dir.path(),
+        "resource \"terraform_data\" \"slow\" {\n  provisioner \"local-exec\" {\n    command = \"touch started; sleep 60\"\n  }\n}\n",
+    );
+    let cancel = CancellationToken::new();
+    let c2 = cancel.clone();
+    let watcher = tokio::spawn(async move {
+        // wait for the apply to be really running, then cancel
+        for _ in 0..3000 {
+            if marker.exists() {
+                c2.cancel();
+                return true;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        false
+    });
+    let out = execute(&cfg, input(dir.path(), m, "run-slow", Operation::Apply), cancel).await;
+    assert!(watcher.await.unwrap(), "the apply started");
+    match out.result {
+        RunResult::Interrupted(msg) => assert!(msg.contains("apply interrupted"), "{msg}"),
+        other => panic!("{other:?}"),
+    }
+    let log = std::fs::read_to_string(dir.path().join("logs/run-slow.log")).unwrap();
+    assert!(log.contains("interrupting the engine"), "{log}");
+}
