@@ -1,6 +1,7 @@
 //! Pure decisions of sng: plan summaries and hashes, log masking. No I/O, no processes.
 #![forbid(unsafe_code)]
 
+pub mod conditions;
 pub mod mask;
 pub mod plan;
 pub mod state;

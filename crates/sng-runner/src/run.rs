@@ -113,6 +113,8 @@ pub struct RunInput {
     pub secrets: Vec<String>,
     /// Masked log file.
     pub log_path: PathBuf,
+    /// Told the name of each step as it starts (`init`, `plan`, `show`, `apply`, `output`).
+    pub progress: Option<tokio::sync::mpsc::UnboundedSender<&'static str>>,
 }
 
 /// A summarised plan.
@@ -204,6 +206,14 @@ pub async fn execute(cfg: &RunConfig, input: RunInput, cancel: CancellationToken
     };
     log.line(&summary).await;
     log.flush().await;
+    drop(log);
+    if !out.sensitive.is_empty() {
+        // Sensitive outputs are known only now: mask them in what was already written.
+        let masker = Masker::new(&out.sensitive);
+        if let Ok(text) = tokio::fs::read_to_string(&input.log_path).await {
+            let _ = tokio::fs::write(&input.log_path, masker.mask(&text)).await;
+        }
+    }
     if !cfg.keep_run_dirs {
         let _ = tokio::fs::remove_dir_all(&rd.root).await;
     }
@@ -294,6 +304,9 @@ async fn run_in(
     macro_rules! run {
         ($name:expr, $args:expr, $capture:expr) => {{
             log.line(&format!("==> sng: {}", $name)).await;
+            if let Some(p) = &input.progress {
+                let _ = p.send($name);
+            }
             match run_step(step($args), log, $capture, cancel, deadline, cfg.grace).await {
                 Ok(o) => {
                     out.steps

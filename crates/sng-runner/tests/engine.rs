@@ -13,7 +13,10 @@ fn engine() -> Option<Engine> {
         .map(PathBuf::from)
         .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.tools/bin/tofu"));
     if !path.exists() {
-        eprintln!("SKIP: no engine at {} (run scripts/install-engine.sh)", path.display());
+        eprintln!(
+            "SKIP: no engine at {} (run scripts/install-engine.sh)",
+            path.display()
+        );
         return None;
     }
     Some(sng_runner::engine::discover(Some(&path)).expect("engine works"))
@@ -49,11 +52,14 @@ fn input(dir: &Path, module_dir: PathBuf, run_id: &str, op: Operation) -> RunInp
         env: vec![],
         providers: vec![],
         imports: vec![],
-        backend: Backend::Local { path: dir.join("state.tfstate").display().to_string() },
+        backend: Backend::Local {
+            path: dir.join("state.tfstate").display().to_string(),
+        },
         backend_password: None,
         operation: op,
         secrets: vec![],
         log_path: dir.join("logs").join(format!("{run_id}.log")),
+        progress: None,
     }
 }
 
@@ -80,29 +86,48 @@ async fn apply_publishes_outputs_and_masks_secrets() {
     let mut cfg = config(engine, dir.path());
     cfg.engine_log = Some("trace".into());
     let canary = "CANARY-runner-7731";
-    let mut inp = input(dir.path(), module(dir.path(), PET), "run-1", Operation::Apply);
+    let mut inp = input(
+        dir.path(),
+        module(dir.path(), PET),
+        "run-1",
+        Operation::Apply,
+    );
     inp.vars.insert("prefix".into(), json!("demo"));
     inp.env.push(("TF_VAR_password".into(), canary.into()));
     inp.secrets.push(canary.into());
     let out = execute(&cfg, inp, CancellationToken::new()).await;
     assert_eq!(out.result, RunResult::Succeeded, "{:?}", out.result);
     let plan = out.plan.unwrap();
-    assert_eq!((plan.counts.add, plan.counts.change, plan.counts.destroy), (2, 0, 0));
+    assert_eq!(
+        (plan.counts.add, plan.counts.change, plan.counts.destroy),
+        (2, 0, 0)
+    );
     assert!(plan.hash.starts_with("sha256:"));
     let outputs: Value = out.outputs.unwrap();
     assert_eq!(outputs["name"]["value"], "demo-pet");
     assert_eq!(outputs["obj"]["value"], json!({"a": 1, "b": [true]}));
     assert!(out.sensitive.contains(&format!("token-{canary}")));
     let log = std::fs::read_to_string(dir.path().join("logs/run-1.log")).unwrap();
-    assert!(log.contains("==> sng: apply") && log.contains("Apply complete!"), "{log}");
+    assert!(
+        log.contains("==> sng: apply") && log.contains("Apply complete!"),
+        "{log}"
+    );
     assert!(log.len() > 10_000, "TF_LOG=trace output is captured");
     assert!(!log.contains(canary), "the secret leaked into the log");
-    assert!(!dir.path().join("runs/run-1").exists(), "the run directory is removed");
+    assert!(
+        !dir.path().join("runs/run-1").exists(),
+        "the run directory is removed"
+    );
     let names: Vec<&str> = out.steps.iter().map(|(s, _)| s.as_str()).collect();
     assert_eq!(names, ["init", "plan", "show", "apply", "output"]);
 
     // a second plan of the same module: no changes
-    let mut again = input(dir.path(), dir.path().join("module"), "run-2", Operation::Plan);
+    let mut again = input(
+        dir.path(),
+        dir.path().join("module"),
+        "run-2",
+        Operation::Plan,
+    );
     again.vars.insert("prefix".into(), json!("demo"));
     again.env.push(("TF_VAR_password".into(), canary.into()));
     let out = execute(&cfg, again, CancellationToken::new()).await;
@@ -115,10 +140,21 @@ async fn a_broken_module_fails_with_the_engine_diagnostic() {
     let Some(engine) = engine() else { return };
     let dir = tempfile::tempdir().unwrap();
     let cfg = config(engine, dir.path());
-    let m = module(dir.path(), "resource \"terraform_data\" \"x\" { input = var.missing }\n");
-    let out = execute(&cfg, input(dir.path(), m, "run-bad", Operation::Apply), CancellationToken::new()).await;
+    let m = module(
+        dir.path(),
+        "resource \"terraform_data\" \"x\" { input = var.missing }\n",
+    );
+    let out = execute(
+        &cfg,
+        input(dir.path(), m, "run-bad", Operation::Apply),
+        CancellationToken::new(),
+    )
+    .await;
     match out.result {
-        RunResult::Failed(msg) => assert!(msg.contains("Reference to undeclared input variable"), "{msg}"),
+        RunResult::Failed(msg) => assert!(
+            msg.contains("Reference to undeclared input variable"),
+            "{msg}"
+        ),
         other => panic!("{other:?}"),
     }
 }
@@ -146,7 +182,12 @@ async fn cancel_interrupts_the_engine_cleanly() {
         }
         false
     });
-    let out = execute(&cfg, input(dir.path(), m, "run-slow", Operation::Apply), cancel).await;
+    let out = execute(
+        &cfg,
+        input(dir.path(), m, "run-slow", Operation::Apply),
+        cancel,
+    )
+    .await;
     assert!(watcher.await.unwrap(), "the apply started");
     match out.result {
         RunResult::Interrupted(msg) => assert!(msg.contains("apply interrupted"), "{msg}"),

@@ -2,6 +2,7 @@
 #![forbid(unsafe_code)]
 
 pub mod error;
+pub mod platform;
 mod routes;
 mod state;
 
@@ -16,12 +17,26 @@ pub use error::{ApiError, Cause, StatusBody};
 pub use routes::{router, AppState};
 
 /// Settings of `sng server`.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct Config {
     /// Directory of the store and the admin token.
     pub data_dir: PathBuf,
     /// Address to listen on, e.g. `127.0.0.1:7373` (port 0 = any free port).
     pub listen: String,
+    /// The engine (`--engine`/`SNG_ENGINE`); else `tofu`, `terraform` on PATH, `.tools/bin/tofu`.
+    pub engine: Option<PathBuf>,
+    /// Registries (`HOST:PORT`) reached over plain HTTP.
+    pub insecure_registries: Vec<String>,
+    /// Global limit of concurrent runs (0 = number of cores).
+    pub max_concurrent_runs: usize,
+    /// Filesystem mirror of providers.
+    pub provider_mirror: Option<PathBuf>,
+    /// Extra writable paths inside run sandboxes.
+    pub sandbox_rw: Vec<PathBuf>,
+    /// Wall-clock limit of a run.
+    pub run_timeout: std::time::Duration,
+    /// `TF_LOG` level for the engine.
+    pub engine_log: Option<String>,
 }
 
 /// What can stop the server from starting.
@@ -128,20 +143,127 @@ pub async fn run(config: Config) -> Result<(), ServerError> {
             source,
         })?;
     let url = format!("http://{addr}");
+    let stop = tokio_util::sync::CancellationToken::new();
+    let platform = start_platform(&config, store.clone(), &url)?;
+    let reconciler = platform
+        .clone()
+        .map(|p| tokio::spawn(platform::reconcile_loop(p, stop.clone())));
     let url_path = config.data_dir.join("server.url");
     std::fs::write(&url_path, format!("{url}\n")).map_err(io_err(&url_path))?;
     tracing::info!(%url, data_dir = %config.data_dir.display(), "sng server listening");
-    let app = router(AppState { store });
-    axum::serve(listener, app)
-        .with_graceful_shutdown(shutdown_signal())
-        .await
-        .map_err(|source| ServerError::Listen {
+    let app = router(AppState {
+        store,
+        platform: platform.clone(),
+    });
+    let serve_stop = stop.clone();
+    let server = tokio::spawn(async move {
+        axum::serve(listener, app)
+            .with_graceful_shutdown(async move { serve_stop.cancelled().await })
+            .await
+    });
+    shutdown_signal().await;
+    // Stop: no new runs, interrupt the running ones cleanly and wait for them to record it.
+    stop.cancel();
+    if let Some(p) = &platform {
+        p.cancel_all();
+        let deadline =
+            tokio::time::Instant::now() + p.runner.grace + std::time::Duration::from_secs(5);
+        while p.running() > 0 && tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+    }
+    if let Some(r) = reconciler {
+        let _ = r.await;
+    }
+    if let Ok(Err(source)) = server.await {
+        return Err(ServerError::Listen {
             addr: config.listen.clone(),
             source,
-        })?;
+        });
+    }
     let _ = std::fs::remove_file(&url_path);
     tracing::info!("sng server stopped");
     Ok(())
+}
+
+/// The run machinery: engine, OCI client, runner. Without an engine the API still serves and
+/// runs fail with a clear message.
+fn start_platform(
+    config: &Config,
+    store: Arc<Store>,
+    url: &str,
+) -> Result<Option<Arc<platform::Platform>>, ServerError> {
+    let data = &config.data_dir;
+    let engine = match sng_runner::engine::discover(config.engine.as_deref()) {
+        Ok(e) => {
+            tracing::info!(engine = %e.path.display(), version = %e.version, "engine found");
+            e
+        }
+        Err(e) => {
+            tracing::error!("{e}");
+            eprintln!("error: {e}");
+            return Ok(None);
+        }
+    };
+    let sandbox = sng_runner::Sandbox {
+        read_only: config.provider_mirror.iter().cloned().collect(),
+        read_write: config.sandbox_rw.clone(),
+        ..sng_runner::Sandbox::detect()
+    };
+    if !sandbox.isolated() {
+        tracing::warn!(
+            "bubblewrap not found: runs are not sandboxed (install the `bubblewrap` package)"
+        );
+    }
+    let oci = sng_oci::Client::new(sng_oci::ClientConfig {
+        insecure_registries: config.insecure_registries.clone(),
+        cache_dir: data.join("cache"),
+        limits: sng_oci::Limits::default(),
+    })
+    .map_err(|e| ServerError::DataDir {
+        path: data.join("cache"),
+        source: std::io::Error::other(e.to_string()),
+    })?;
+    let slots = if config.max_concurrent_runs == 0 {
+        std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(2)
+    } else {
+        config.max_concurrent_runs
+    };
+    let runner = sng_runner::RunConfig {
+        engine,
+        runs_dir: data.join("runs"),
+        plugin_cache: data.join("plugin-cache"),
+        provider_mirror: config.provider_mirror.clone(),
+        sandbox,
+        timeout: if config.run_timeout.is_zero() {
+            std::time::Duration::from_secs(1800)
+        } else {
+            config.run_timeout
+        },
+        grace: std::time::Duration::from_secs(20),
+        engine_log: config.engine_log.clone(),
+        keep_run_dirs: false,
+    };
+    let platform = Arc::new(platform::Platform {
+        store,
+        oci,
+        runner,
+        state_url: url.to_string(),
+        logs_dir: data.join("logs"),
+        wake: tokio::sync::Notify::new(),
+        slots: tokio::sync::Semaphore::new(slots),
+        active: Default::default(),
+    });
+    let cut = platform.recover()?;
+    if cut > 0 {
+        tracing::warn!(
+            runs = cut,
+            "recorded runs cut by the last stop as Interrupted"
+        );
+    }
+    Ok(Some(platform))
 }
 
 async fn shutdown_signal() {

@@ -22,6 +22,8 @@ use crate::error::ApiError;
 pub struct AppState {
     /// The store.
     pub store: Arc<Store>,
+    /// The run machinery (absent when no engine is available, and in API tests).
+    pub platform: Option<Arc<crate::platform::Platform>>,
 }
 
 /// The whole API.
@@ -274,6 +276,9 @@ async fn apply(
     }
     let dry_run = req.dry_run;
     let applied = blocking(&st, move |s| s.apply(&tenant, objects, dry_run)).await?;
+    if let Some(p) = &st.platform {
+        p.wake.notify_one();
+    }
     let items: Vec<ApplyResult> = applied
         .into_iter()
         .map(|a| ApplyResult {
@@ -337,7 +342,31 @@ async fn delete_one(
     if kind == Kind::Tenant {
         caller.platform_admin("deleting a tenant")?;
     }
-    let obj = blocking(&st, move |s| s.delete(kind, &tenant, &name)).await?;
+    if kind == Kind::Workspace {
+        if let Some(p) = &st.platform {
+            p.cancel(&tenant, &name);
+        }
+    }
+    let obj = blocking(&st, move |s| {
+        let obj = s.delete(kind, &tenant, &name)?;
+        if let Object::Workspace(ws) = &obj {
+            // deletionPolicy Orphan: the manifest and its state go, the infrastructure stays.
+            s.state_delete(&tenant, &name)?;
+            let outputs = ws.outputs_secret_name();
+            if let Some(secret) = s.get(Kind::Secret, &tenant, &outputs)? {
+                if secret
+                    .meta()
+                    .labels
+                    .get(crate::platform::OUTPUTS_OWNER_LABEL)
+                    == Some(&name)
+                {
+                    s.delete(Kind::Secret, &tenant, &outputs)?;
+                }
+            }
+        }
+        Ok(obj)
+    })
+    .await?;
     Ok(Json(render(obj, false)))
 }
 

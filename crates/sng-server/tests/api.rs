@@ -21,6 +21,7 @@ impl Api {
         let (_, admin) = store.create_token(None, Role::Admin, "test").unwrap();
         Api {
             state: AppState {
+                platform: None,
                 store: Arc::new(store),
             },
             admin,

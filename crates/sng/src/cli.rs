@@ -54,6 +54,11 @@ pub enum Command {
         #[command(subcommand)]
         command: TenantCommand,
     },
+    /// Publish and inspect OpenTofu modules in OCI registries.
+    Module {
+        #[command(subcommand)]
+        command: ModuleCommand,
+    },
     /// Print the JSON Schema of a kind, for editors.
     Schema {
         /// Workspace, Provider, Secret or Tenant.
@@ -69,6 +74,36 @@ pub struct ServerArgs {
     /// Address to listen on (port 0 picks a free port, written to DATA_DIR/server.url).
     #[arg(long, env = "SNG_LISTEN", default_value = "127.0.0.1:7373")]
     pub listen: String,
+    /// The engine; else `tofu`, else `terraform` on PATH, else `.tools/bin/tofu`.
+    #[arg(long, env = "SNG_ENGINE")]
+    pub engine: Option<PathBuf>,
+    /// Registry `HOST:PORT` reached over plain HTTP (repeatable).
+    #[arg(
+        long = "insecure-registry",
+        env = "SNG_INSECURE_REGISTRIES",
+        value_delimiter = ','
+    )]
+    pub insecure_registries: Vec<String>,
+    /// Global limit of concurrent runs (default: the number of cores).
+    #[arg(long, env = "SNG_MAX_CONCURRENT_RUNS", default_value_t = 0)]
+    pub max_concurrent_runs: usize,
+    /// Filesystem mirror of providers for the engine.
+    #[arg(long, env = "SNG_PROVIDER_MIRROR")]
+    pub provider_mirror: Option<PathBuf>,
+    /// Extra path writable inside run sandboxes (repeatable).
+    #[arg(long = "sandbox-rw", env = "SNG_SANDBOX_RW", value_delimiter = ',')]
+    pub sandbox_rw: Vec<PathBuf>,
+    /// Wall-clock limit of a run (Go duration).
+    #[arg(long, env = "SNG_RUN_TIMEOUT", default_value = "30m", value_parser = parse_duration)]
+    pub run_timeout: std::time::Duration,
+    /// `TF_LOG` level given to the engine (logs are masked whatever the level).
+    #[arg(long, env = "SNG_ENGINE_LOG")]
+    pub engine_log: Option<String>,
+}
+
+fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
+    sng_api::units::parse_go_duration(text)
+        .ok_or_else(|| format!("`{text}` is not a Go duration (e.g. 30m, 1h)"))
 }
 
 #[derive(Args, Debug)]
@@ -99,6 +134,26 @@ pub enum KindCommand {
         kind: String,
         /// Name of the object.
         name: String,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+pub enum ModuleCommand {
+    /// Publish a directory as an OpenTofu module package; prints the manifest digest.
+    Push {
+        /// Directory of the module (its root).
+        dir: PathBuf,
+        /// Destination, `oci://HOST[:PORT]/REPOSITORY`.
+        target: String,
+        /// Tag to publish.
+        #[arg(long, default_value = "latest")]
+        tag: String,
+        /// Use plain HTTP (local registries).
+        #[arg(long)]
+        insecure: bool,
+        /// Docker config.json with credentials (default: none).
+        #[arg(long, env = "SNG_REGISTRY_AUTH_FILE")]
+        auth_file: Option<PathBuf>,
     },
 }
 
@@ -196,6 +251,15 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
                 crate::get::delete(&Client::new(&g)?, &g.tenant, parse_kind(&kind)?, &name)
             }
         },
+        Command::Module { command } => match command {
+            ModuleCommand::Push {
+                dir,
+                target,
+                tag,
+                insecure,
+                auth_file,
+            } => crate::module::push(&dir, &target, &tag, insecure, auth_file.as_deref()),
+        },
         Command::Tenant { command } => match command {
             TenantCommand::Create { name, production } => {
                 crate::get::tenant_create(&Client::new(&g)?, &name, production)
@@ -223,6 +287,13 @@ fn run_server(args: ServerArgs) -> Result<(), CliError> {
     let config = sng_server::Config {
         data_dir: args.data_dir,
         listen: args.listen,
+        engine: args.engine,
+        insecure_registries: args.insecure_registries,
+        max_concurrent_runs: args.max_concurrent_runs,
+        provider_mirror: args.provider_mirror,
+        sandbox_rw: args.sandbox_rw,
+        run_timeout: args.run_timeout,
+        engine_log: args.engine_log,
     };
     runtime.block_on(sng_server::run(config)).map_err(|e| {
         let mut msg = e.to_string();

@@ -5,6 +5,7 @@ mod apply;
 mod cli;
 mod client;
 mod get;
+mod module;
 mod table;
 
 use std::process::ExitCode;
