@@ -36,6 +36,16 @@ pub fn router(state: AppState) -> Router {
             get(get_tenant).delete(delete_tenant),
         )
         .route("/api/v1/tenants/{tenant}/apply", post(apply))
+        .route(
+            "/api/v1/tenants/{tenant}/workspaces/{name}/runs",
+            get(list_runs),
+        )
+        .route(
+            "/api/v1/tenants/{tenant}/workspaces/{name}/state",
+            get(state_versions),
+        )
+        .route("/api/v1/tenants/{tenant}/runs/{id}", get(get_run))
+        .route("/api/v1/tenants/{tenant}/runs/{id}/log", get(get_log))
         .route("/api/v1/tenants/{tenant}/{kind}", get(list))
         .route(
             "/api/v1/tenants/{tenant}/{kind}/{name}",
@@ -373,4 +383,70 @@ async fn delete_one(
 async fn write_status(caller: Caller) -> impl IntoResponse {
     let _ = caller;
     ApiError::forbidden("status is written by the platform only; change the spec instead")
+}
+
+async fn list_runs(
+    State(st): State<AppState>,
+    caller: Caller,
+    Path((tenant, name)): Path<(String, String)>,
+) -> Result<Json<Value>, ApiError> {
+    caller.scope(&tenant)?;
+    let runs = blocking(&st, move |s| s.runs_of(&tenant, &name)).await?;
+    Ok(Json(list_body(
+        runs.into_iter()
+            .map(|r| serde_json::to_value(r).expect("json"))
+            .collect(),
+    )))
+}
+
+async fn get_run(
+    State(st): State<AppState>,
+    caller: Caller,
+    Path((tenant, id)): Path<(String, String)>,
+) -> Result<Json<Value>, ApiError> {
+    caller.scope(&tenant)?;
+    let i = id.clone();
+    let run = blocking(&st, move |s| s.run_get(&tenant, &i))
+        .await?
+        .ok_or_else(|| ApiError::not_found(format!("run `{id}` not found")))?;
+    Ok(Json(serde_json::to_value(run).expect("json")))
+}
+
+/// The masked log of a run, as text.
+async fn get_log(
+    State(st): State<AppState>,
+    caller: Caller,
+    Path((tenant, id)): Path<(String, String)>,
+) -> Result<String, ApiError> {
+    caller.scope(&tenant)?;
+    let (t, i) = (tenant.clone(), id.clone());
+    if blocking(&st, move |s| s.run_get(&t, &i)).await?.is_none() {
+        return Err(ApiError::not_found(format!("run `{id}` not found")));
+    }
+    let platform = st
+        .platform
+        .as_ref()
+        .ok_or_else(|| ApiError::not_found("no run logs on this server"))?;
+    let path = platform.logs_dir.join(&tenant).join(format!("{id}.log"));
+    tokio::fs::read_to_string(&path)
+        .await
+        .map_err(|_| ApiError::not_found(format!("no log for run `{id}` yet")))
+}
+
+/// Versions of the platform-held state (serial, lineage, md5, run), never the bodies.
+async fn state_versions(
+    State(st): State<AppState>,
+    caller: Caller,
+    Path((tenant, name)): Path<(String, String)>,
+) -> Result<Json<Value>, ApiError> {
+    caller.scope(&tenant)?;
+    let (versions, lock) = blocking(&st, move |s| {
+        Ok((
+            s.state_versions(&tenant, &name)?,
+            s.state_lock_info(&tenant, &name)?,
+        ))
+    })
+    .await?;
+    let lock = lock.map(|l| json!({"id": l.id, "who": l.who, "createdAt": l.created_at}));
+    Ok(Json(json!({"versions": versions, "lock": lock})))
 }

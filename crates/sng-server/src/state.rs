@@ -43,15 +43,29 @@ async fn run_of(
         .and_then(|raw| String::from_utf8(raw).ok())
         .and_then(|pair| pair.split_once(':').map(|(_, p)| p.to_string()))
         .ok_or_else(ApiError::unauthorized)?;
-    let run = blocking(st, move |s| s.run_token_check(&password))
-        .await?
-        .ok_or_else(ApiError::unauthorized)?;
-    if run.tenant != tenant || run.workspace != ws {
+    let (t, w) = (tenant.to_string(), ws.to_string());
+    let found = blocking(st, move |s| {
+        if let Some(run) = s.run_token_check(&password)? {
+            return Ok(Some(run));
+        }
+        // A person with an API token of the tenant (e.g. `terraform force-unlock`, inspection):
+        // acts as a third party, never as a run.
+        Ok(s.authenticate(&password)?
+            .filter(|p| p.can_see(&t))
+            .map(|p| RunToken {
+                tenant: t.clone(),
+                workspace: w.clone(),
+                run_id: format!("user:{}", p.token_id),
+            }))
+    })
+    .await?
+    .ok_or_else(ApiError::unauthorized)?;
+    if found.tenant != tenant || found.workspace != ws {
         return Err(ApiError::not_found(format!(
             "state of `{tenant}/{ws}` not found"
         )));
     }
-    Ok(run)
+    Ok(found)
 }
 
 #[derive(Deserialize)]

@@ -54,6 +54,34 @@ pub enum Command {
         #[command(subcommand)]
         command: TenantCommand,
     },
+    /// Wait until an object meets a condition, e.g. `--for condition=Ready`.
+    Wait {
+        /// Kind (workspace).
+        kind: String,
+        /// Name.
+        name: String,
+        /// `condition=TYPE` (or `condition=TYPE=False`).
+        #[arg(long = "for")]
+        condition: String,
+        /// Give up after this long (Go duration).
+        #[arg(long, default_value = "5m", value_parser = parse_duration)]
+        timeout: std::time::Duration,
+    },
+    /// List the runs of a workspace.
+    Runs {
+        /// Kind (workspace).
+        kind: String,
+        /// Name.
+        name: String,
+        /// Output format.
+        #[arg(short, long, value_enum)]
+        output: Option<Output>,
+    },
+    /// Print the masked log of a run.
+    Logs {
+        /// Run id.
+        run: String,
+    },
     /// Publish and inspect OpenTofu modules in OCI registries.
     Module {
         #[command(subcommand)]
@@ -251,6 +279,27 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
                 crate::get::delete(&Client::new(&g)?, &g.tenant, parse_kind(&kind)?, &name)
             }
         },
+        Command::Wait {
+            kind,
+            name,
+            condition,
+            timeout,
+        } => crate::wait::wait(
+            &Client::new(&g)?,
+            &g.tenant,
+            parse_kind(&kind)?,
+            &name,
+            &condition,
+            timeout,
+        ),
+        Command::Runs { kind, name, output } => crate::wait::runs(
+            &Client::new(&g)?,
+            &g.tenant,
+            parse_kind(&kind)?,
+            &name,
+            output,
+        ),
+        Command::Logs { run } => crate::wait::logs(&Client::new(&g)?, &g.tenant, &run),
         Command::Module { command } => match command {
             ModuleCommand::Push {
                 dir,

@@ -73,6 +73,30 @@ impl Client {
         }
     }
 
+    /// GET a path answering text.
+    pub fn get_text(&self, path: &str) -> Result<String, CliError> {
+        let resp = self
+            .http
+            .get(self.url(path))
+            .bearer_auth(&self.token)
+            .send()
+            .map_err(|_| {
+                CliError::rejected(format!(
+                    "cannot connect to the sng server at `{}`",
+                    self.base
+                ))
+            })?;
+        let status = resp.status();
+        let text = resp.text().unwrap_or_default();
+        if status.is_success() {
+            return Ok(text);
+        }
+        let message = serde_json::from_str::<StatusBody>(&text)
+            .map(|b| b.message)
+            .unwrap_or_else(|_| format!("the server answered {status}"));
+        Err(CliError::rejected(message))
+    }
+
     /// GET a path.
     pub fn get(&self, path: &str) -> Result<Value, CliError> {
         self.send(self.http.get(self.url(path)))

@@ -7,6 +7,7 @@ mod client;
 mod get;
 mod module;
 mod table;
+mod wait;
 
 use std::process::ExitCode;
 

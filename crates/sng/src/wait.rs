@@ -1,0 +1,130 @@
+//! `sng wait`, `sng runs`, `sng logs`.
+
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use sng_api::Kind;
+
+use crate::cli::{CliError, Output};
+use crate::client::Client;
+
+fn condition<'a>(obj: &'a Value, type_: &str) -> Option<&'a Value> {
+    obj.pointer("/status/conditions")?
+        .as_array()?
+        .iter()
+        .find(|c| c["type"] == type_)
+}
+
+/// Poll until `condition=TYPE[=STATUS]` holds. Waiting for Ready fails fast when the current
+/// generation ended Failed.
+pub fn wait(
+    client: &Client,
+    tenant: &str,
+    kind: Kind,
+    name: &str,
+    spec: &str,
+    timeout: Duration,
+) -> Result<(), CliError> {
+    let want = spec.strip_prefix("condition=").ok_or_else(|| {
+        CliError::Usage(format!(
+            "`--for {spec}`: expected condition=TYPE or condition=TYPE=STATUS"
+        ))
+    })?;
+    let (type_, status) = match want.split_once('=') {
+        Some((t, s)) => (t, s),
+        None => (want, "True"),
+    };
+    let path = format!("/tenants/{tenant}/{}/{name}", kind.plural());
+    let start = Instant::now();
+    loop {
+        let obj = client.get(&path)?;
+        let generation = obj.pointer("/metadata/generation").and_then(Value::as_i64);
+        let observed = obj
+            .pointer("/status/observedGeneration")
+            .and_then(Value::as_i64);
+        let busy = obj
+            .pointer("/status/activeJob")
+            .is_some_and(|j| !j.is_null());
+        if let Some(c) = condition(&obj, type_) {
+            if c["status"] == status && (type_ != "Ready" || (observed == generation && !busy)) {
+                println!(
+                    "{}/{name} condition met",
+                    kind.as_str().to_ascii_lowercase()
+                );
+                return Ok(());
+            }
+        }
+        if type_ == "Ready" && status == "True" && observed == generation && !busy {
+            if let Some(f) = condition(&obj, "Failed").filter(|f| f["status"] == "True") {
+                return Err(CliError::rejected(format!(
+                    "{}/{name} failed: {}: {}",
+                    kind.as_str().to_ascii_lowercase(),
+                    f["reason"].as_str().unwrap_or_default(),
+                    f["message"].as_str().unwrap_or_default()
+                )));
+            }
+        }
+        if start.elapsed() >= timeout {
+            return Err(CliError::rejected(format!(
+                "timed out waiting for condition {type_}={status} on {name}"
+            )));
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+pub fn runs(
+    client: &Client,
+    tenant: &str,
+    kind: Kind,
+    name: &str,
+    output: Option<Output>,
+) -> Result<(), CliError> {
+    if kind != Kind::Workspace {
+        return Err(CliError::Usage("runs exist for workspaces only".into()));
+    }
+    let answer = client.get(&format!("/tenants/{tenant}/workspaces/{name}/runs"))?;
+    match output {
+        Some(Output::Json) => println!(
+            "{}",
+            serde_json::to_string_pretty(&answer["items"]).expect("json")
+        ),
+        Some(Output::Yaml) => print!("{}", serde_yaml::to_string(&answer["items"]).expect("yaml")),
+        _ => {
+            println!(
+                "{:<18} {:<12} {:<12} {:<4} {:<22} {:<24} MESSAGE",
+                "RUN", "OPERATION", "PHASE", "GEN", "CREATED", "PLAN"
+            );
+            for r in answer["items"].as_array().into_iter().flatten() {
+                let s = |k: &str| r[k].as_str().unwrap_or("-").to_string();
+                let plan = r.get("plan").filter(|p| !p.is_null()).map(|p| {
+                    format!(
+                        "+{} ~{} -{}",
+                        p["add"].as_i64().unwrap_or(0),
+                        p["change"].as_i64().unwrap_or(0),
+                        p["destroy"].as_i64().unwrap_or(0)
+                    )
+                });
+                println!(
+                    "{:<18} {:<12} {:<12} {:<4} {:<22} {:<24} {}",
+                    s("id"),
+                    s("operation"),
+                    s("phase"),
+                    r["generation"].as_i64().unwrap_or(0),
+                    s("createdAt"),
+                    plan.unwrap_or_else(|| "-".into()),
+                    r["message"].as_str().unwrap_or("")
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+pub fn logs(client: &Client, tenant: &str, run: &str) -> Result<(), CliError> {
+    print!(
+        "{}",
+        client.get_text(&format!("/tenants/{tenant}/runs/{run}/log"))?
+    );
+    Ok(())
+}
