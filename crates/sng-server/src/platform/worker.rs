@@ -151,7 +151,11 @@ pub async fn run_workspace(p: &Platform, tenant: &str, name: &str, cancel: Cance
     write_status(&p.store, tenant, name, &st);
     tracing::info!(run = %run_id, tenant, workspace = name, generation, "run started");
 
+    let stopped = cancel.clone();
     let result = run_inner(p, tenant, &ws, &run_id, &mut record, &mut st, cancel).await;
+    // Cut by a server stop (or a deletion): the generation stays unobserved, so the next start
+    // re-plans it. Cut by its own deadline: a failure like any other (no retry storm).
+    let cut_by_stop = stopped.is_cancelled();
 
     // Whatever happened: the run token dies with the run, and no lock of ours stays behind.
     let _ = p.store.run_tokens_revoke(Some(&run_id));
@@ -199,7 +203,7 @@ pub async fn run_workspace(p: &Platform, tenant: &str, name: &str, cancel: Cance
             };
             let reason = reason.as_str();
             let msg = message.clone().unwrap_or_default();
-            if matches!(other, RunResult::Interrupted(_)) {
+            if matches!(other, RunResult::Interrupted(_)) && cut_by_stop {
                 st.observed_generation = ws.status.as_ref().and_then(|s| s.observed_generation);
                 set(&mut st, READY, false, reason, &msg, &now, generation);
             } else {

@@ -1,0 +1,486 @@
+//! Runs for real: a real registry (Debian's docker-registry), the real engine, the test provider,
+//! the `sng` binary as server and client.
+
+mod common;
+
+use std::time::Duration;
+
+use base64::Engine as _;
+use common::*;
+use serde_json::json;
+use sng_oci::testing::TestRegistry;
+
+fn pet(source: &str, tag: &str, prefix: &str) -> String {
+    format!(
+        "apiVersion: tofu.stackngo.io/v1alpha1\nkind: Workspace\nmetadata:\n  name: pet\nspec:\n  module:\n    source: {source}\n    tag: \"{tag}\"\n  vars:\n    prefix: {prefix}\n    length: 2\n"
+    )
+}
+
+fn secret_value(server: &Server, name: &str, key: &str) -> String {
+    let s = server.api(&format!("/tenants/default/secrets/{name}?reveal=true"));
+    let raw = s["data"][key]
+        .as_str()
+        .unwrap_or_else(|| panic!("no key {key} in {s}"));
+    String::from_utf8(
+        base64::engine::general_purpose::STANDARD
+            .decode(raw)
+            .unwrap(),
+    )
+    .unwrap()
+}
+
+#[test]
+fn a_run_end_to_end_publishes_outputs_and_keeps_the_state() {
+    let reg = TestRegistry::start().unwrap();
+    let digest = push_module(&reg, "pet", "acme/pet", "1.0.0", None);
+    let data = tempfile::tempdir().unwrap();
+    let files = tempfile::tempdir().unwrap();
+    let mut server = Server::start_runs(data.path(), &registry_addr(&reg), &[]);
+    let file = write(
+        files.path(),
+        "pet.yaml",
+        &pet(&reg.source("acme/pet"), "1.0.0", "demo"),
+    );
+    assert_eq!(
+        ok(server.sng(&["apply", "-f", &file])),
+        "workspace/pet created\n"
+    );
+    ok(server.sng(&[
+        "wait",
+        "workspace",
+        "pet",
+        "--for",
+        "condition=Ready",
+        "--timeout",
+        "3m",
+    ]));
+
+    let ws = server.settled("pet");
+    let st = &ws["status"];
+    assert_eq!(condition(&ws, "Ready").0, "True", "{st}");
+    assert_eq!(st["observedGeneration"], 1);
+    assert_eq!(st["lastApply"]["result"], "Succeeded");
+    assert_eq!(
+        (
+            st["lastPlan"]["add"].as_i64(),
+            st["lastPlan"]["change"].as_i64()
+        ),
+        (Some(1), Some(0))
+    );
+    assert!(st["lastPlan"]["hash"]
+        .as_str()
+        .unwrap()
+        .starts_with("sha256:"));
+    assert!(st["lastPlan"]["id"].as_str().unwrap().starts_with("plan-"));
+    assert_eq!(st["consecutiveFailures"], 0);
+    assert!(st.get("activeJob").is_none());
+    assert_eq!(
+        secret_value(&server, "pet-outputs", "name"),
+        "demo-pet0-pet1"
+    );
+
+    // the run record pins the digest the tag pointed at
+    let runs = server.api("/tenants/default/workspaces/pet/runs");
+    let run = &runs["items"][0];
+    assert_eq!(run["moduleDigest"], digest);
+    assert_eq!(run["phase"], "Succeeded");
+    assert_eq!(st["lastRunJob"], run["id"]);
+    let state = server.api("/tenants/default/workspaces/pet/state");
+    assert_eq!(state["versions"][0]["runId"], run["id"]);
+    assert!(state["lock"].is_null(), "no lock left behind");
+    let log = ok(server.sng(&["logs", run["id"].as_str().unwrap()]));
+    assert!(log.contains("Apply complete!"), "{log}");
+
+    // the state survives a restart: a changed input is an update, not a second create
+    assert!(server.terminate().success());
+    let server = Server::start_runs(data.path(), &registry_addr(&reg), &[]);
+    let file = write(
+        files.path(),
+        "pet.yaml",
+        &pet(&reg.source("acme/pet"), "1.0.0", "prod"),
+    );
+    assert_eq!(
+        ok(server.sng(&["apply", "-f", &file])),
+        "workspace/pet configured\n"
+    );
+    let ws = wait_for("generation 2", Duration::from_secs(180), || {
+        let ws = server.settled("pet");
+        (ws["status"]["observedGeneration"] == 2).then_some(ws)
+    });
+    assert_eq!(condition(&ws, "Ready").0, "True", "{}", ws["status"]);
+    assert_eq!(
+        (
+            ws["status"]["lastPlan"]["add"].as_i64(),
+            ws["status"]["lastPlan"]["change"].as_i64()
+        ),
+        (Some(0), Some(1))
+    );
+    assert_eq!(
+        secret_value(&server, "pet-outputs", "name"),
+        "prod-pet0-pet1"
+    );
+    let versions = server.api("/tenants/default/workspaces/pet/state")["versions"]
+        .as_array()
+        .unwrap()
+        .len();
+    assert!(versions >= 2, "every state version is kept");
+
+    // Orphan deletion removes the manifest, its state and its outputs secret
+    assert_eq!(
+        ok(server.sng(&["kind", "delete", "workspace", "pet"])),
+        "workspace/pet deleted\n"
+    );
+    assert!(
+        server
+            .sng(&["kind", "get", "secret", "pet-outputs"])
+            .status
+            .code()
+            == Some(1)
+    );
+}
+
+/// Lock the workspace's state as a third party would (a person with a token), through the http backend.
+fn lock_as_someone_else(server: &Server, ws: &str, id: &str) -> reqwest::StatusCode {
+    let info = json!({"ID": id, "Operation": "OperationTypeApply", "Info": "", "Who": "alice@laptop", "Version": "1.10.0", "Created": "2026-01-01T00:00:00Z", "Path": ""});
+    reqwest::blocking::Client::new()
+        .request(
+            reqwest::Method::from_bytes(b"LOCK").unwrap(),
+            format!("{}/state/v1/default/{ws}/lock", server.url),
+        )
+        .basic_auth("alice", Some(&server.token))
+        .json(&info)
+        .send()
+        .unwrap()
+        .status()
+}
+
+#[test]
+fn a_lock_held_by_someone_else_gives_state_locked() {
+    let reg = TestRegistry::start().unwrap();
+    push_module(&reg, "pet", "acme/pet", "1.0.0", None);
+    let data = tempfile::tempdir().unwrap();
+    let files = tempfile::tempdir().unwrap();
+    let server = Server::start_runs(data.path(), &registry_addr(&reg), &[]);
+    let file = write(
+        files.path(),
+        "pet.yaml",
+        &pet(&reg.source("acme/pet"), "1.0.0", "demo"),
+    );
+    ok(server.sng(&["apply", "-f", &file]));
+    server.settled("pet");
+
+    assert_eq!(
+        lock_as_someone_else(&server, "pet", "lock-alice-1"),
+        reqwest::StatusCode::OK
+    );
+    let file = write(
+        files.path(),
+        "pet.yaml",
+        &pet(&reg.source("acme/pet"), "1.0.0", "second"),
+    );
+    ok(server.sng(&["apply", "-f", &file]));
+    let ws = wait_for("generation 2", Duration::from_secs(180), || {
+        let ws = server.settled("pet");
+        (ws["status"]["observedGeneration"] == 2).then_some(ws)
+    });
+    let st = &ws["status"];
+    assert_eq!(st["lastApply"]["result"], "StateLocked", "{st}");
+    assert_eq!(
+        condition(&ws, "Failed"),
+        (
+            "True".into(),
+            "StateLocked".into(),
+            st["lastApply"]["message"].as_str().unwrap().into()
+        )
+    );
+    assert_eq!(
+        st["lock"],
+        json!({"id": "lock-alice-1", "who": "alice@laptop"})
+    );
+    assert_eq!(st["consecutiveFailures"], 1);
+    // the third party's lock is not released by the platform
+    assert_eq!(
+        server.api("/tenants/default/workspaces/pet/state")["lock"]["id"],
+        "lock-alice-1"
+    );
+    let o = server.sng(&[
+        "wait",
+        "workspace",
+        "pet",
+        "--for",
+        "condition=Ready",
+        "--timeout",
+        "30s",
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(err(&o).contains("StateLocked"), "{}", err(&o));
+}
+
+#[test]
+fn module_problems_fail_with_clear_messages_and_no_credentials() {
+    let password = "CANARY-registry-pass-9913";
+    let reg = TestRegistry::start_with_auth("robot", password).unwrap();
+    let files = tempfile::tempdir().unwrap();
+    let auth = format!(
+        r#"{{"auths":{{"{}":{{"auth":"{}"}}}}}}"#,
+        registry_addr(&reg),
+        base64::engine::general_purpose::STANDARD.encode(format!("robot:{password}"))
+    );
+    let auth_file = files.path().join("config.json");
+    std::fs::write(&auth_file, &auth).unwrap();
+    push_module(&reg, "pet", "acme/pet", "1.0.0", Some(&auth_file));
+    let data = tempfile::tempdir().unwrap();
+    let server = Server::start_runs(data.path(), &registry_addr(&reg), &[]);
+
+    let wrong = auth.replace(
+        &base64::engine::general_purpose::STANDARD.encode(format!("robot:{password}")),
+        &base64::engine::general_purpose::STANDARD.encode("robot:CANARY-wrong-pass-4471"),
+    );
+    let manifest = |name: &str, secret: &str, tag: &str| {
+        format!(
+            "apiVersion: v1\nkind: Secret\nmetadata:\n  name: {secret}\ntype: kubernetes.io/dockerconfigjson\nstringData:\n  .dockerconfigjson: '{}'\n---\napiVersion: tofu.stackngo.io/v1alpha1\nkind: Workspace\nmetadata:\n  name: {name}\nspec:\n  module:\n    source: {}\n    tag: \"{tag}\"\n    pullSecretRef: {{name: {secret}}}\n",
+            if secret == "good-creds" { &auth } else { &wrong },
+            reg.source("acme/pet")
+        )
+    };
+    let file = write(
+        files.path(),
+        "ws.yaml",
+        &(manifest("good", "good-creds", "1.0.0")
+            + "---\n"
+            + &manifest("badauth", "bad-creds", "1.0.0")
+            + "---\n"
+            + &manifest("notag", "good-creds", "9.9.9")
+                .replace("name: good-creds\ntype", "name: good-creds2\ntype")
+                .replace("{name: good-creds}", "{name: good-creds2}")),
+    );
+    ok(server.sng(&["apply", "-f", &file]));
+
+    let good = server.settled("good");
+    assert_eq!(condition(&good, "Ready").0, "True", "{}", good["status"]);
+    let bad = server.settled("badauth");
+    let msg = bad["status"]["lastApply"]["message"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(msg.contains("refused the credentials"), "{msg}");
+    let notag = server.settled("notag");
+    let msg2 = notag["status"]["lastApply"]["message"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(msg2.contains("not found"), "{msg2}");
+
+    // no credential anywhere: statuses, runs, logs, listings
+    let mut seen = String::new();
+    for name in ["good", "badauth", "notag"] {
+        seen.push_str(&server.workspace(name).to_string());
+        let runs = server.api(&format!("/tenants/default/workspaces/{name}/runs"));
+        seen.push_str(&runs.to_string());
+        for r in runs["items"].as_array().unwrap() {
+            let o = server.sng(&["logs", r["id"].as_str().unwrap()]);
+            seen.push_str(&out(&o));
+        }
+    }
+    seen.push_str(&ok(server.sng(&["kind", "get", "secrets", "-o", "yaml"])));
+    for canary in [
+        password,
+        "CANARY-wrong-pass-4471",
+        "Q0FOQVJZ",
+        "cm9ib3Q6Q0FOQVJZ",
+    ] {
+        assert!(!seen.contains(canary), "credential `{canary}` leaked");
+    }
+}
+
+#[test]
+fn bad_packages_are_rejected_before_any_run() {
+    let reg = TestRegistry::start().unwrap();
+    let data = tempfile::tempdir().unwrap();
+    let files = tempfile::tempdir().unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let client = sng_oci::Client::new(sng_oci::ClientConfig {
+        insecure_registries: vec![registry_addr(&reg)],
+        cache_dir: files.path().join("cache"),
+        limits: sng_oci::Limits::default(),
+    })
+    .unwrap();
+    let r = sng_oci::ModuleRef::parse(&reg.source("acme/bad"), Some("1"), None).unwrap();
+    rt.block_on(sng_oci::testing::push_bad(
+        &client,
+        &r,
+        None,
+        sng_oci::testing::BadArtifact::WrongArtifactType,
+    ))
+    .unwrap();
+    let server = Server::start_runs(data.path(), &registry_addr(&reg), &[]);
+    let file = write(
+        files.path(),
+        "ws.yaml",
+        &pet(&reg.source("acme/bad"), "1", "x").replace("name: pet", "name: bad"),
+    );
+    ok(server.sng(&["apply", "-f", &file]));
+    let ws = server.settled("bad");
+    let msg = ws["status"]["lastApply"]["message"].as_str().unwrap();
+    assert!(msg.contains("artifactType"), "{msg}");
+    let run = &server.api("/tenants/default/workspaces/bad/runs")["items"][0];
+    assert!(run.get("steps").is_none(), "the engine never ran: {run}");
+    assert!(
+        !data.path().join("cache/modules").exists()
+            || std::fs::read_dir(data.path().join("cache/modules"))
+                .unwrap()
+                .all(|e| e.unwrap().file_name().to_string_lossy().starts_with('.'))
+    );
+}
+
+#[test]
+fn secrets_are_masked_in_logs_even_at_trace_level() {
+    let reg = TestRegistry::start().unwrap();
+    push_module(&reg, "app", "acme/app", "1.0.0", None);
+    let data = tempfile::tempdir().unwrap();
+    let files = tempfile::tempdir().unwrap();
+    let root = files.path().join("files");
+    std::fs::create_dir_all(root.join("CANARY-root-5522")).unwrap();
+    std::fs::write(
+        root.join("CANARY-root-5522/readme.txt"),
+        "This directory is managed by sng.\n",
+    )
+    .unwrap();
+    let root_s = root.display().to_string();
+    let server = Server::start_runs(
+        data.path(),
+        &registry_addr(&reg),
+        &["--engine-log", "trace", "--sandbox-rw", &root_s],
+    );
+    let (var_canary, root_canary) = ("CANARY-var-8811", format!("{root_s}/CANARY-root-5522"));
+    // not a sensitive variable in the module: the engine prints it in the plan, sng must mask it
+    let greet_canary = "CANARY-greeting-3301";
+    let manifests = format!(
+        r#"apiVersion: v1
+kind: Secret
+metadata: {{name: app-secrets}}
+stringData:
+  ssh-key: {var_canary}
+  greeting: {greet_canary}
+  root: {root_canary}
+---
+apiVersion: tofu.stackngo.io/v1alpha1
+kind: Provider
+metadata: {{name: files}}
+spec:
+  source: example.com/sng/file
+  configFrom:
+    - {{attribute: root, secretRef: {{name: app-secrets, key: root}}}}
+---
+apiVersion: tofu.stackngo.io/v1alpha1
+kind: Workspace
+metadata: {{name: app}}
+spec:
+  module: {{source: {}, tag: "1.0.0"}}
+  providers: [{{name: files}}]
+  vars: {{greeting: overridden-by-varsFrom, name: world}}
+  varsFrom:
+    - secretRef: {{name: app-secrets, key: ssh-key}}
+      varName: ssh_public_key
+    - secretRef: {{name: app-secrets, key: greeting}}
+  imports:
+    - {{to: file_document.readme, id: readme.txt}}
+"#,
+        reg.source("acme/app")
+    );
+    let file = write(files.path(), "app.yaml", &manifests);
+    ok(server.sng(&["apply", "-f", &file]));
+    let ws = server.settled("app");
+    assert_eq!(condition(&ws, "Ready").0, "True", "{}", ws["status"]);
+    assert_eq!(ws["status"]["lastPlan"]["import"], 1);
+    let written = std::fs::read_to_string(root.join("CANARY-root-5522/app.txt")).unwrap();
+    assert!(
+        written.contains(&format!("{greet_canary}, world!")) && written.contains(var_canary),
+        "the secrets reached the provider: {written}"
+    );
+    let run = server.api("/tenants/default/workspaces/app/runs")["items"][0]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let log = ok(server.sng(&["logs", &run]));
+    assert!(
+        log.len() > 50_000,
+        "trace-level log captured ({} bytes)",
+        log.len()
+    );
+    assert!(log.contains("***"), "something was masked");
+    for canary in [var_canary, greet_canary, "CANARY-root-5522"] {
+        assert!(!log.contains(canary), "`{canary}` leaked into the log");
+    }
+    let everything = format!(
+        "{}{}",
+        server.workspace("app"),
+        server.api("/tenants/default/workspaces/app/runs")
+    );
+    assert!(!everything.contains("CANARY"), "{everything}");
+}
+
+#[test]
+fn a_server_stop_during_an_apply_records_interrupted_and_releases_the_lock() {
+    let reg = TestRegistry::start().unwrap();
+    let files = tempfile::tempdir().unwrap();
+    let module = files.path().join("slow");
+    std::fs::create_dir_all(&module).unwrap();
+    std::fs::write(
+        module.join("main.tf"),
+        "resource \"terraform_data\" \"slow\" {\n  provisioner \"local-exec\" {\n    command = \"sleep 120\"\n  }\n}\n",
+    )
+    .unwrap();
+    push_dir(&reg, &module, "acme/slow", "1", None);
+    let data = tempfile::tempdir().unwrap();
+    let mut server = Server::start_runs(data.path(), &registry_addr(&reg), &[]);
+    let file = write(
+        files.path(),
+        "slow.yaml",
+        &pet(&reg.source("acme/slow"), "1", "x").replace("name: pet", "name: slow"),
+    );
+    ok(server.sng(&["apply", "-f", &file]));
+    wait_for("the apply to start", Duration::from_secs(120), || {
+        (condition(&server.workspace("slow"), "Applying").0 == "True").then_some(())
+    });
+    wait_for("the state lock", Duration::from_secs(60), || {
+        server.api("/tenants/default/workspaces/slow/state")["lock"]
+            .is_object()
+            .then_some(())
+    });
+    let held = server.api("/tenants/default/workspaces/slow/state")["lock"]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(server.terminate().success(), "clean stop during a run");
+    let server = Server::start_runs(data.path(), &registry_addr(&reg), &["--run-timeout", "5s"]);
+    let runs = server.api("/tenants/default/workspaces/slow/runs");
+    let first = runs["items"].as_array().unwrap().last().unwrap().clone();
+    assert_eq!(first["phase"], "Interrupted", "{first}");
+    assert!(
+        first["message"].as_str().unwrap().contains("interrupt"),
+        "{first}"
+    );
+    let lock = server.api("/tenants/default/workspaces/slow/state")["lock"].clone();
+    assert!(
+        lock.is_null() || lock["id"] != held.as_str(),
+        "the cut run's lock was released: {lock}"
+    );
+    // the next run re-plans on the real state (and is itself cut by the 5s deadline here)
+    let ws = wait_for("the next run to end", Duration::from_secs(120), || {
+        let ws = server.settled("slow");
+        (ws["status"]["lastRunJob"] != first["id"]).then_some(ws)
+    });
+    assert_eq!(
+        ws["status"]["lastApply"]["result"], "Interrupted",
+        "{}",
+        ws["status"]
+    );
+    assert!(
+        server.api("/tenants/default/workspaces/slow/state")["lock"].is_null(),
+        "no lock left"
+    );
+}
