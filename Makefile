@@ -9,7 +9,7 @@ build:
 	$(CARGO) build --release --bin sng
 
 ## demo: start a server in a temporary data dir, apply examples/, list what it holds.
-demo: build
+demo: setup build
 	scripts/demo.sh
 
 ## setup: install what the tests need (system packages, engine), idempotent.

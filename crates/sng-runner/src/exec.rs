@@ -22,6 +22,8 @@ pub struct StepOutcome {
     pub stdout: Vec<u8>,
     /// Masked `Error: …` summaries from the engine's diagnostics.
     pub errors: Vec<String>,
+    /// `ID` and `Who` of a `Lock Info:` block printed by the engine (the holder, for most backends).
+    pub lock_info: (Option<String>, Option<String>),
     /// Stopped by a cancellation.
     pub interrupted: bool,
     /// Stopped by the deadline.
@@ -140,8 +142,13 @@ pub async fn run_step(
             tokio::select! {
                 line = err_lines.next_line(), if err_open => match line? {
                     Some(l) => {
-                        if let Some(summary) = l.trim_start_matches(['│', ' ']).strip_prefix("Error: ") {
+                        let bare = l.trim_start_matches(['│', ' ']);
+                        if let Some(summary) = bare.strip_prefix("Error: ") {
                             out.errors.push(log.masker().mask(summary.trim()));
+                        } else if let Some(id) = bare.strip_prefix("ID:") {
+                            out.lock_info.0 = Some(log.masker().mask(id.trim()));
+                        } else if let Some(who) = bare.strip_prefix("Who:") {
+                            out.lock_info.1 = Some(log.masker().mask(who.trim()));
                         }
                         log.line(&l).await;
                     }

@@ -154,6 +154,8 @@ pub struct RunOutput {
     pub steps: Vec<(String, u64)>,
     /// The module as read before the run.
     pub module: Option<ModuleInfo>,
+    /// (id, who) of the lock holder as printed by the engine, on `StateLocked`.
+    pub lock_holder: Option<(String, String)>,
 }
 
 fn args(list: &[&str]) -> Vec<String> {
@@ -187,6 +189,7 @@ pub async fn execute(cfg: &RunConfig, input: RunInput, cancel: CancellationToken
         sensitive: vec![],
         steps: vec![],
         module: None,
+        lock_holder: None,
     };
     let mut log = match RunLog::open(&input.log_path, masker).await {
         Ok(l) => l,
@@ -345,6 +348,9 @@ async fn run_in(
     let plan = run!("plan", plan_args, false);
     if plan.code != Some(0) {
         if is_lock_error(&plan) {
+            if let (Some(id), Some(who)) = plan.lock_info.clone() {
+                out.lock_holder = Some((id, who));
+            }
             return RunResult::StateLocked(failure_message("plan", &plan));
         }
         return RunResult::Failed(failure_message("plan", &plan));

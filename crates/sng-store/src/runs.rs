@@ -40,6 +40,9 @@ pub struct RunRecord {
     /// State serial after the run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub state_serial_after: Option<i64>,
+    /// Holder of the state lock (id, who) when the run ended `StateLocked`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lock_holder: Option<(String, String)>,
     /// Machine-readable reason of a failure (`SecretNotFound`, `RunFailed`, …).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,

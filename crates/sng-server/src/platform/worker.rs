@@ -212,12 +212,18 @@ pub async fn run_workspace(p: &Platform, tenant: &str, name: &str, cancel: Cance
                 set(&mut st, FAILED, true, reason, &msg, &now, generation);
             }
             if matches!(other, RunResult::StateLocked(_)) {
-                if let Ok(Some(lock)) = p.store.state_lock_info(tenant, name) {
-                    st.lock = Some(LockStatus {
+                // The platform's own lock table knows the holder of platform-held state; for a
+                // tenant bucket, the engine's `Lock Info` tells.
+                st.lock = match p.store.state_lock_info(tenant, name) {
+                    Ok(Some(lock)) => Some(LockStatus {
                         id: lock.id,
                         who: lock.who,
-                    });
-                }
+                    }),
+                    _ => record
+                        .lock_holder
+                        .clone()
+                        .map(|(id, who)| LockStatus { id, who }),
+                };
             }
         }
     }
@@ -425,6 +431,7 @@ async fn run_engine(
         *st = live;
     }
     record.steps = out.steps.clone();
+    record.lock_holder = out.lock_holder.clone();
     if let Some(plan) = &out.plan {
         let id = plan_id(run_id, &plan.hash);
         let c = plan.counts;
