@@ -49,10 +49,12 @@ ENGINE=$(readlink -f "$ENGINE")
 
 if [ -n "${SNG_BIN:-}" ]; then
   SNG=$SNG_BIN
+  SNG_DESC="prebuilt SNG_BIN"
 else
   say "cargo build --release --bin sng"
   cargo build --release --bin sng >&2
   SNG=$ROOT/target/release/sng
+  SNG_DESC="built from $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo '?')$(git -C "$ROOT" diff --quiet HEAD -- crates 2>/dev/null || echo '+uncommitted changes')"
 fi
 [ -x "$SNG" ] || die "no sng binary at $SNG"
 
@@ -290,6 +292,8 @@ say "registry"
 start_registry
 "$SNG" module push "$MODULE" "oci://$REGISTRY/bench/twenty" --tag 1.0.0 --insecure >/dev/null
 ENGINE_VERSION=$("$ENGINE" version 2>/dev/null | head -1 || true)
+if [ "$DO_BWRAP" = 1 ] || [ -x "$BWRAP" ]; then BWRAP_VERSION=$("$BWRAP" --version 2>/dev/null || echo bwrap); else BWRAP_VERSION="no bwrap"; fi
+LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
 
 # One untimed bare run: the engine's files in the page cache for everyone.
 say "warm-up of the engine (not counted)"
@@ -302,6 +306,13 @@ for c in $(seq 1 "$COLD"); do
   run_sng sng-cold "$c" bench-1
   stop_server
   rm -rf "$WORK/cold-$c"
+  if [ "$FASTPOLL" = 1 ]; then
+    say "sng cold $c/$COLD, 5 ms poll: fresh server and data dir"
+    start_server "$WORK/cold-fast-$c"
+    run_sng_fastpoll sng-cold-fastpoll "$c" bench-1
+    stop_server
+    rm -rf "$WORK/cold-fast-$c"
+  fi
 done
 
 say "sng warm: one server, warm-up run bench-0 (not counted)"
@@ -320,9 +331,9 @@ stop_server
 
 # --- report -----------------------------------------------------------------------------------
 python3 - "$RESULTS" "$N" "$COLD" "$ENGINE_VERSION" "$("$SNG" --version 2>/dev/null || echo sng)" \
-  "$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo '?')$(git -C "$ROOT" diff --quiet HEAD -- crates 2>/dev/null || echo '+dirty')" <<'EOF'
+  "$SNG_DESC" "$LOAD_BEFORE" "$(cut -d' ' -f1-3 /proc/loadavg)" "$BWRAP_VERSION" <<'EOF'
 import statistics, sys, os, subprocess, datetime
-path, n, cold, engine, sng_version, commit = sys.argv[1:7]
+path, n, cold, engine, sng_version, commit, load_before, load_after, bwrap = sys.argv[1:10]
 rows = {}
 for line in open(path):
     series, it, total, steps = line.rstrip("\n").split("\t")
@@ -336,14 +347,16 @@ def fmt(x):
 
 cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
 print(f"Machine: {os.cpu_count()} CPUs ({os.sched_getaffinity(0).__len__()} usable), {cpu}; "
-      f"{datetime.datetime.now().astimezone():%Y-%m-%d %H:%M %Z}; engine {engine}; {sng_version} ({commit}).")
+      f"{datetime.datetime.now().astimezone():%Y-%m-%d %H:%M %Z}; engine {engine}; {sng_version} ({commit}); {bwrap}.")
+print(f"Load average (1, 5, 15 min) before: {load_before}; after: {load_after}.")
 print(f"Iterations: N={n} (warm and bare), cold samples={cold} (one fresh server each). Times in ms.")
 print()
 bare = med([t for t, _ in rows.get("bare", [])])
 labels = [
     ("bare", "(a) bare engine, by hand"),
     ("bare-bwrap", "(a') bare engine in bwrap, by hand"),
-    ("sng-cold", "(b) sng, cold module cache (first run of a fresh server)"),
+    ("sng-cold", "(b) sng, cold (`sng wait`; first run of a fresh server)"),
+    ("sng-cold-fastpoll", "(b*) sng, cold, Ready seen by a 5 ms API poll"),
     ("sng-warm", "(b) sng, warm (`sng wait`)"),
     ("sng-warm-fastpoll", "(b*) sng, warm, Ready seen by a 5 ms API poll"),
 ]

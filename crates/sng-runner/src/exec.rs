@@ -24,6 +24,8 @@ pub struct StepOutcome {
     pub errors: Vec<String>,
     /// `ID` and `Who` of a `Lock Info:` block printed by the engine (the holder, for most backends).
     pub lock_info: (Option<String>, Option<String>),
+    /// The memory limit was reached and the step failed.
+    pub oom_killed: bool,
     /// Stopped by a cancellation.
     pub interrupted: bool,
     /// Stopped by the deadline.
@@ -105,6 +107,7 @@ pub async fn run_step(
     cancel: &CancellationToken,
     deadline: Instant,
     grace: Duration,
+    cgroup: Option<&crate::limits::RunCgroup>,
 ) -> std::io::Result<StepOutcome> {
     let start = Instant::now();
     cmd.stdin(Stdio::null())
@@ -112,7 +115,10 @@ pub async fn run_step(
         .stderr(Stdio::piped())
         .process_group(0)
         .kill_on_drop(true);
-    let mut child = cmd.spawn()?;
+    let mut child = match cgroup {
+        Some(cg) => cg.spawn_inside(|| cmd.spawn(), |c| c.id())?,
+        None => cmd.spawn()?,
+    };
     let pgid = child.id().unwrap_or(0);
     let stdout = child.stdout.take().expect("piped");
     let stderr = child.stderr.take().expect("piped");
@@ -182,6 +188,7 @@ pub async fn run_step(
     };
     log.flush().await;
     out.code = status.code();
+    out.oom_killed = out.code != Some(0) && cgroup.is_some_and(|c| c.oom_killed());
     out.stdout = captured;
     out.elapsed = start.elapsed();
     Ok(out)

@@ -4,12 +4,14 @@
 
 pub mod engine;
 pub mod exec;
+pub mod limits;
 pub mod module;
 pub mod run;
 pub mod sandbox;
 pub mod workdir;
 
 pub use engine::{Engine, EngineError};
+pub use limits::Limits;
 pub use run::{
     execute, Backend, Operation, ProviderBlock, RunConfig, RunInput, RunOutput, RunResult,
 };

@@ -113,6 +113,8 @@ pub struct RunInput {
     pub secrets: Vec<String>,
     /// Masked log file.
     pub log_path: PathBuf,
+    /// `spec.resources.limits`, enforced with control groups where the machine allows it.
+    pub limits: crate::limits::Limits,
     /// Told the name of each step as it starts (`init`, `plan`, `show`, `apply`, `output`).
     pub progress: Option<tokio::sync::mpsc::UnboundedSender<&'static str>>,
 }
@@ -163,7 +165,9 @@ fn args(list: &[&str]) -> Vec<String> {
 }
 
 fn failure_message(step: &str, o: &StepOutcome) -> String {
-    if o.errors.is_empty() {
+    if o.oom_killed {
+        format!("{step} failed: the memory limit (spec.resources.limits.memory) was reached")
+    } else if o.errors.is_empty() {
         format!("{step} failed (exit {:?})", o.code)
     } else {
         format!("{step} failed: {}", o.errors.join("; "))
@@ -280,6 +284,20 @@ async fn run_in(
         log.line("sng: warning: bubblewrap not found; the engine runs without a sandbox")
             .await;
     }
+    let cgroup = if input.limits.is_empty() {
+        None
+    } else {
+        match crate::limits::RunCgroup::create(&input.run_id, &input.limits) {
+            Ok(cg) => Some(cg),
+            Err(why) => {
+                log.line(&format!(
+                    "sng: warning: resource limits not enforced on this machine ({why})"
+                ))
+                .await;
+                None
+            }
+        }
+    };
     let engine_root = cfg
         .engine
         .path
@@ -310,7 +328,17 @@ async fn run_in(
             if let Some(p) = &input.progress {
                 let _ = p.send($name);
             }
-            match run_step(step($args), log, $capture, cancel, deadline, cfg.grace).await {
+            match run_step(
+                step($args),
+                log,
+                $capture,
+                cancel,
+                deadline,
+                cfg.grace,
+                cgroup.as_ref(),
+            )
+            .await
+            {
                 Ok(o) => {
                     out.steps
                         .push(($name.to_string(), o.elapsed.as_millis() as u64));

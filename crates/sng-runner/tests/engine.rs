@@ -60,6 +60,7 @@ fn input(dir: &Path, module_dir: PathBuf, run_id: &str, op: Operation) -> RunInp
         secrets: vec![],
         log_path: dir.join("logs").join(format!("{run_id}.log")),
         progress: None,
+        limits: Default::default(),
     }
 }
 
@@ -195,4 +196,27 @@ async fn cancel_interrupts_the_engine_cleanly() {
     }
     let log = std::fs::read_to_string(dir.path().join("logs/run-slow.log")).unwrap();
     assert!(log.contains("interrupting the engine"), "{log}");
+}
+
+#[tokio::test]
+async fn the_memory_limit_is_enforced_where_the_machine_allows() {
+    let Some(engine) = engine() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(engine, dir.path());
+    let m = module(dir.path(), "resource \"terraform_data\" \"x\" {}\n");
+    let mut inp = input(dir.path(), m, "run-tiny", Operation::Apply);
+    inp.limits = sng_runner::Limits {
+        memory_bytes: Some(8 * 1024 * 1024),
+        cpu_millis: Some(500),
+    };
+    let out = execute(&cfg, inp, CancellationToken::new()).await;
+    let log = std::fs::read_to_string(dir.path().join("logs/run-tiny.log")).unwrap();
+    if log.contains("resource limits not enforced") {
+        eprintln!("SKIP: this machine does not allow control groups: {log}");
+        return;
+    }
+    match out.result {
+        RunResult::Failed(msg) => assert!(msg.contains("memory limit"), "{msg}"),
+        other => panic!("an engine in 8 MiB must fail: {other:?}\n{log}"),
+    }
 }

@@ -199,9 +199,9 @@ struct Env {
 }
 
 fn env(extra: &[&str]) -> Env {
+    let moto = Moto::start();
     let reg = TestRegistry::start().unwrap();
     push_module(&reg, "pet", "acme/pet", "1.0.0", None);
-    let moto = Moto::start();
     let data = tempfile::tempdir().unwrap();
     let files = tempfile::tempdir().unwrap();
     let server = Server::start_runs(data.path(), &registry_addr(&reg), extra);

@@ -64,6 +64,21 @@ pub fn mark_interrupted(store: &Store, run: &RunRecord) -> Result<(), sng_store:
     Ok(())
 }
 
+/// `spec.resources.limits` as run limits (validated quantities).
+fn run_limits(ws: &Workspace) -> sng_runner::Limits {
+    let q = |k: &str| {
+        ws.spec
+            .resources
+            .as_ref()
+            .and_then(|r| r.limits.get(k))
+            .and_then(|v| sng_api::units::parse_quantity(v))
+    };
+    sng_runner::Limits {
+        memory_bytes: q("memory").map(|b| b as u64),
+        cpu_millis: q("cpu").map(|c| (c * 1000.0).ceil() as u64),
+    }
+}
+
 fn plan_id(run_id: &str, hash: &str) -> String {
     use sha2::Digest as _;
     let h = hex::encode(sha2::Sha256::digest(format!("{run_id}:{hash}").as_bytes()));
@@ -394,6 +409,7 @@ async fn run_engine(
         secrets,
         log_path: p.logs_dir.join(tenant).join(format!("{run_id}.log")),
         progress: Some(tx),
+        limits: run_limits(ws),
     };
     let store = p.store.clone();
     let (t, n) = (tenant.to_string(), name.to_string());
