@@ -97,7 +97,9 @@ impl std::fmt::Display for Kind {
     }
 }
 
-/// A decoded, typed object of any kind.
+/// A decoded, typed object of any kind. Objects are short-lived values moved between layers;
+/// boxing the large variant would only add indirection to every match.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq)]
 pub enum Object {
     /// A Workspace.

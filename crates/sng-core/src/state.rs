@@ -120,6 +120,7 @@ mod tests {
     }
 
     #[test]
+    #[allow(clippy::type_complexity)]
     fn write_rules() {
         use WriteDecision::*;
         let cur = m(5, "L", "aaa");

@@ -416,6 +416,9 @@ async fn run_in(
     );
     if apply.code != Some(0) {
         if is_lock_error(&apply) {
+            if let (Some(id), Some(who)) = apply.lock_info.clone() {
+                out.lock_holder = Some((id, who));
+            }
             return RunResult::StateLocked(failure_message("apply", &apply));
         }
         return RunResult::Failed(failure_message("apply", &apply));

@@ -150,6 +150,7 @@ fn write_json(dir: &Path, name: &str, v: &Value) -> std::io::Result<()> {
 }
 
 /// Build the run directory from the module and the generated files.
+#[allow(clippy::too_many_arguments)]
 pub fn assemble(
     rd: &RunDir,
     module_dir: &Path,
@@ -208,6 +209,7 @@ mod tests {
     }
 
     #[test]
+    #[allow(clippy::type_complexity)]
     fn providers_go_to_the_right_file() {
         let mut module = ModuleInfo::default();
         let table: Vec<(ModuleInfo, Vec<ProviderBlock>, Option<Value>, Option<Value>)> = vec![

@@ -11,21 +11,32 @@ pub fn default_key(tenant: &str, name: &str) -> String {
     format!("sng/{tenant}/{name}.tfstate")
 }
 
+/// What a run needs for a tenant bucket.
+pub struct S3Run {
+    /// The `backend "s3"` block.
+    pub config: Map<String, Value>,
+    /// `AWS_ACCESS_KEY_ID` and `AWS_SECRET_ACCESS_KEY`.
+    pub env: Vec<(String, String)>,
+    /// The credential values, to mask.
+    pub secrets: Vec<String>,
+}
+
 /// The backend block, the credentials env and the secret values (to mask).
 pub fn s3_backend(
     store: &Store,
     tenant: &str,
     name: &str,
     s3: &S3Backend,
-) -> Result<(Map<String, Value>, Vec<(String, String)>, Vec<String>), String> {
+) -> Result<S3Run, String> {
     let secret_name = &s3.credentials_secret_ref.name;
     let secret = match store.get(Kind::Secret, tenant, secret_name) {
         Ok(Some(Object::Secret(s))) => s,
-        _ => {
+        Ok(_) => {
             return Err(format!(
                 "Secret `{secret_name}` (spec.backend.s3.credentialsSecretRef) not found"
             ))
         }
+        Err(e) => return Err(format!("cannot read Secret `{secret_name}`: {e}")),
     };
     let mut env = Vec::new();
     let mut secrets = Vec::new();
@@ -37,7 +48,11 @@ pub fn s3_backend(
         secrets.push(v.clone());
         env.push((key.to_string(), v));
     }
-    Ok((block(tenant, name, s3), env, secrets))
+    Ok(S3Run {
+        config: block(tenant, name, s3),
+        env,
+        secrets,
+    })
 }
 
 /// The `backend "s3"` block (pure).

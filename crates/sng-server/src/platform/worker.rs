@@ -334,7 +334,11 @@ async fn run_inner(
             )
         }
         Some(s3) => match super::s3::s3_backend(&p.store, tenant, name, s3) {
-            Ok((config, creds_env, secrets)) => {
+            Ok(super::s3::S3Run {
+                config,
+                env: creds_env,
+                secrets,
+            }) => {
                 env.extend(creds_env);
                 let mut all = inputs.secrets.clone();
                 all.extend(secrets);
