@@ -279,11 +279,44 @@ pub enum RunMode {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ResourceRequirements {
     /// Minimum resources, e.g. `{cpu: 500m, memory: 256Mi}`.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    #[serde(
+        default,
+        skip_serializing_if = "BTreeMap::is_empty",
+        deserialize_with = "quantities"
+    )]
     pub requests: BTreeMap<String, String>,
-    /// Maximum resources, e.g. `{cpu: "2", memory: 1Gi}`.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    /// Maximum resources, e.g. `{cpu: 2, memory: 1Gi}`.
+    #[serde(
+        default,
+        skip_serializing_if = "BTreeMap::is_empty",
+        deserialize_with = "quantities"
+    )]
     pub limits: BTreeMap<String, String>,
+}
+
+/// Quantities are strings, but plain numbers are accepted as Kubernetes does (`cpu: 2`).
+fn quantities<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<BTreeMap<String, String>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Quantity {
+        Text(String),
+        Integer(i64),
+        Float(f64),
+    }
+    let raw = BTreeMap::<String, Quantity>::deserialize(d)?;
+    Ok(raw
+        .into_iter()
+        .map(|(k, q)| {
+            let text = match q {
+                Quantity::Text(t) => t,
+                Quantity::Integer(i) => i.to_string(),
+                Quantity::Float(f) => f.to_string(),
+            };
+            (k, text)
+        })
+        .collect())
 }
 
 /// WorkspaceStatus: observed state.

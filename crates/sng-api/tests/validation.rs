@@ -2550,3 +2550,20 @@ fn errors_never_contain_a_secret_value() {
         );
     }
 }
+
+#[test]
+fn resource_quantities_accept_plain_numbers_like_kubernetes() {
+    let text = "apiVersion: tofu.stackngo.io/v1alpha1\nkind: Workspace\nmetadata: {name: app}\nspec:\n  module: {source: oci://r.example/acme/app}\n  resources:\n    limits: {cpu: 2, memory: 1Gi}\n    requests: {cpu: 0.5}\n";
+    let docs = sng_api::parse_documents(text, "t.yaml").unwrap();
+    let obj = sng_api::decode(&docs[0], 1).unwrap();
+    let sng_api::Object::Workspace(ws) = obj else {
+        panic!()
+    };
+    let r = ws.spec.resources.unwrap();
+    assert_eq!(r.limits["cpu"], "2");
+    assert_eq!(r.requests["cpu"], "0.5");
+    let bad = text.replace("cpu: 2,", "cpu: [2],");
+    let err =
+        sng_api::decode(&sng_api::parse_documents(&bad, "t.yaml").unwrap()[0], 1).unwrap_err();
+    assert_eq!(err.errors[0].field, "spec.resources.limits.cpu");
+}
