@@ -2,6 +2,8 @@
 #![forbid(unsafe_code)]
 
 pub mod conditions;
+pub mod dag;
+pub mod decide;
 pub mod mask;
 pub mod plan;
 pub mod state;

@@ -1,0 +1,654 @@
+//! The reconcile decision: a pure function of observed facts (the workspace, its inputs, its
+//! parents, its last run, the clock) returning what to do. The loop around it does the I/O.
+
+use serde::{Deserialize, Serialize};
+
+/// What a run does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Operation {
+    /// Plan only (drift detection, manual approval, defaults standing in for parents' outputs).
+    Plan,
+    /// Plan, then apply that plan.
+    Apply,
+    /// Re-plan, compare with the approved plan's hash, apply only when identical.
+    ApplyApproved,
+    /// Plan a destroy and apply it.
+    Destroy,
+}
+
+/// Why a run starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Trigger {
+    /// First run of the workspace.
+    Created,
+    /// The manifest or an input changed (spec, secret, Provider, parent outputs).
+    InputsChanged,
+    /// The periodic refresh is due.
+    Refresh,
+    /// The user approved the pending plan.
+    Approval,
+    /// A failed run is retried after its backoff.
+    Retry,
+    /// The workspace is being deleted with `deletionPolicy: Destroy`.
+    Destroy,
+}
+
+/// Why no run starts although something is to do.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Blocked {
+    /// Condition reason (`DependencyCycle`, `DependencyNotReady`, `SecretNotFound`, …).
+    pub reason: String,
+    /// What to do about it.
+    pub message: String,
+}
+
+/// The decision.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Action {
+    /// Nothing to do; look again at `requeue_at` (unix seconds) if any.
+    Idle {
+        /// Next time something may be due (refresh, retry).
+        requeue_at: Option<i64>,
+    },
+    /// Something is to do but cannot start.
+    Block(Blocked),
+    /// Start a run.
+    Run {
+        /// What the run does.
+        operation: Operation,
+        /// Why.
+        trigger: Trigger,
+    },
+    /// Remove the object now (Orphan deletion, or Destroy done).
+    Finalize,
+}
+
+/// A parent workspace (`dependsOn` or `workspaceOutputRef`).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Parent {
+    /// Name.
+    pub name: String,
+    /// It exists.
+    pub exists: bool,
+    /// Its Ready condition is True.
+    pub ready: bool,
+    /// Every output this workspace reads from it has a `default` (a plan is possible before it publishes).
+    pub defaults_cover: bool,
+    /// Only `workspaceOutputRef` cites it (not `dependsOn`).
+    pub outputs_only: bool,
+}
+
+/// The last run that ended, as recorded.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct LastRun {
+    /// Inputs hash the run used.
+    pub inputs_hash: String,
+    /// It failed (Failed, StateLocked, or Interrupted by its own deadline).
+    pub failed: bool,
+    /// It was a plan-only run that stopped for want of parents' outputs.
+    pub planned_with_defaults: bool,
+    /// End (unix seconds).
+    pub finished_at: i64,
+    /// Its operation.
+    pub operation: Option<Operation>,
+}
+
+/// Everything the decision needs.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Facts {
+    /// Now (unix seconds).
+    pub now: i64,
+    /// A run of this workspace is in progress.
+    pub active: bool,
+    /// Deletion requested, with `Destroy` policy (`Some(false)` = Orphan).
+    pub deleting: Option<bool>,
+    /// Workspaces citing this one that still exist (children), for a Destroy deletion.
+    pub children: Vec<String>,
+    /// Members of a dependency cycle this workspace is in.
+    pub cycle: Vec<String>,
+    /// `spec.suspend`.
+    pub suspend: bool,
+    /// `approval: manual`.
+    pub manual: bool,
+    /// `refresh`: interval (seconds) and whether the periodic run applies.
+    pub refresh: Option<(i64, bool)>,
+    /// Parents.
+    pub parents: Vec<Parent>,
+    /// The inputs could not be gathered (missing secret, Provider, …): reason and message.
+    pub inputs_problem: Option<(String, String)>,
+    /// Hash of the current inputs.
+    pub inputs_hash: String,
+    /// `status.inputsHash`: inputs of the last successful apply.
+    pub applied_hash: Option<String>,
+    /// `status.consecutiveFailures`.
+    pub failures: i64,
+    /// The last run that ended.
+    pub last_run: Option<LastRun>,
+    /// A plan awaits approval (`AwaitingApproval` True) and its inputs hash.
+    pub awaiting: Option<String>,
+    /// The user approved the pending plan.
+    pub approved: bool,
+    /// `status.nextRunAt` (unix seconds), for the refresh.
+    pub next_refresh_at: Option<i64>,
+    /// A number in [0, 1) fixed per workspace and per failure count, for jitter.
+    pub jitter: f64,
+}
+
+/// Base of the retry backoff, in seconds.
+pub const BACKOFF_BASE: i64 = 15;
+/// Cap of the retry backoff, in seconds.
+pub const BACKOFF_CAP: i64 = 3600;
+
+/// Exponential backoff with full jitter: a delay in [base, min(cap, base·2^(n-1))].
+pub fn backoff(failures: i64, jitter: f64) -> i64 {
+    let exp = BACKOFF_BASE
+        .saturating_mul(1i64 << (failures.clamp(1, 20) - 1))
+        .min(BACKOFF_CAP);
+    BACKOFF_BASE + ((exp - BACKOFF_BASE) as f64 * jitter.clamp(0.0, 1.0)) as i64
+}
+
+/// The first refresh of a workspace, spread over its interval so that many workspaces do not fire together.
+pub fn first_refresh(now: i64, interval: i64, jitter: f64) -> i64 {
+    now + interval / 2 + (interval as f64 / 2.0 * jitter.clamp(0.0, 1.0)) as i64
+}
+
+/// The next refresh after one that ran at `at`: the interval, with ±10% jitter.
+pub fn next_refresh(at: i64, interval: i64, jitter: f64) -> i64 {
+    at + interval - interval / 10 + (interval as f64 / 5.0 * jitter.clamp(0.0, 1.0)) as i64
+}
+
+fn block(reason: &str, message: String) -> Action {
+    Action::Block(Blocked {
+        reason: reason.to_string(),
+        message,
+    })
+}
+
+/// Decide.
+pub fn decide(f: &Facts) -> Action {
+    if f.active {
+        return Action::Idle { requeue_at: None };
+    }
+    if let Some(destroy) = f.deleting {
+        if !destroy {
+            return Action::Finalize;
+        }
+        if !f.children.is_empty() {
+            return block(
+                "BlockedByDependents",
+                format!(
+                    "deletion waits for the workspaces that depend on this one to be deleted: {}",
+                    f.children.join(", ")
+                ),
+            );
+        }
+        return match &f.last_run {
+            Some(r) if r.operation == Some(Operation::Destroy) && !r.failed => Action::Finalize,
+            Some(r) if r.operation == Some(Operation::Destroy) && r.failed => {
+                let due = r.finished_at + backoff(f.failures, f.jitter);
+                if f.now >= due {
+                    Action::Run {
+                        operation: Operation::Destroy,
+                        trigger: Trigger::Retry,
+                    }
+                } else {
+                    Action::Idle {
+                        requeue_at: Some(due),
+                    }
+                }
+            }
+            _ => Action::Run {
+                operation: Operation::Destroy,
+                trigger: Trigger::Destroy,
+            },
+        };
+    }
+    if !f.cycle.is_empty() {
+        return block(
+            "DependencyCycle",
+            format!(
+                "dependsOn/workspaceOutputRef form a cycle: {}; break the cycle",
+                f.cycle.join(" -> ")
+            ),
+        );
+    }
+    if f.suspend {
+        return Action::Idle { requeue_at: None };
+    }
+    // Parents: every parent must be Ready, except one read only through outputs that all have a default.
+    let mut plan_only = false;
+    for p in &f.parents {
+        if p.ready {
+            continue;
+        }
+        if p.outputs_only && p.defaults_cover {
+            plan_only = true;
+            continue;
+        }
+        let state = if p.exists {
+            "is not Ready"
+        } else {
+            "does not exist"
+        };
+        return block(
+            "DependencyNotReady",
+            format!("waiting for parent workspace `{}`, which {state}", p.name),
+        );
+    }
+    if let Some((reason, message)) = &f.inputs_problem {
+        return block(reason, message.clone());
+    }
+    let changed = f.applied_hash.as_deref() != Some(f.inputs_hash.as_str());
+    if changed {
+        // A plan made with defaults for the same inputs: wait for the parents (they wake us).
+        if let Some(r) = &f.last_run {
+            if r.inputs_hash == f.inputs_hash && r.planned_with_defaults && plan_only {
+                return Action::Idle { requeue_at: None };
+            }
+        }
+        if let Some(awaiting) = &f.awaiting {
+            if *awaiting == f.inputs_hash {
+                return if f.approved {
+                    Action::Run {
+                        operation: Operation::ApplyApproved,
+                        trigger: Trigger::Approval,
+                    }
+                } else {
+                    Action::Idle { requeue_at: None }
+                };
+            }
+        }
+        let operation = if plan_only || f.manual {
+            Operation::Plan
+        } else {
+            Operation::Apply
+        };
+        if let Some(r) = f
+            .last_run
+            .as_ref()
+            .filter(|r| r.failed && r.inputs_hash == f.inputs_hash)
+        {
+            let due = r.finished_at + backoff(f.failures, f.jitter);
+            return if f.now >= due {
+                Action::Run {
+                    operation,
+                    trigger: Trigger::Retry,
+                }
+            } else {
+                Action::Idle {
+                    requeue_at: Some(due),
+                }
+            };
+        }
+        let trigger = if f.applied_hash.is_none() && f.last_run.is_none() {
+            Trigger::Created
+        } else {
+            Trigger::InputsChanged
+        };
+        return Action::Run { operation, trigger };
+    }
+    if let Some(awaiting) = &f.awaiting {
+        // A refresh in apply mode found changes and waits for approval.
+        if *awaiting == f.inputs_hash && f.approved {
+            return Action::Run {
+                operation: Operation::ApplyApproved,
+                trigger: Trigger::Approval,
+            };
+        }
+    }
+    if let Some((interval, apply)) = f.refresh {
+        let due = f
+            .next_refresh_at
+            .unwrap_or_else(|| first_refresh(f.now, interval, f.jitter));
+        if f.next_refresh_at.is_some() && f.now >= due {
+            let operation = if apply && !f.manual {
+                Operation::Apply
+            } else {
+                Operation::Plan
+            };
+            return Action::Run {
+                operation,
+                trigger: Trigger::Refresh,
+            };
+        }
+        return Action::Idle {
+            requeue_at: Some(due),
+        };
+    }
+    Action::Idle { requeue_at: None }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ready() -> Facts {
+        Facts {
+            now: 1000,
+            inputs_hash: "h1".into(),
+            applied_hash: Some("h1".into()),
+            ..Facts::default()
+        }
+    }
+
+    fn run(op: Operation, t: Trigger) -> Action {
+        Action::Run {
+            operation: op,
+            trigger: t,
+        }
+    }
+
+    fn blocked(reason: &str) -> impl Fn(&Action) -> bool + '_ {
+        move |a| matches!(a, Action::Block(b) if b.reason == reason)
+    }
+
+    #[test]
+    fn decisions() {
+        use Operation::*;
+        use Trigger::*;
+        let failed_run = LastRun {
+            inputs_hash: "h2".into(),
+            failed: true,
+            finished_at: 990,
+            ..LastRun::default()
+        };
+        let table: Vec<(&str, Facts, Action)> = vec![
+            (
+                "ready and unchanged: nothing, even after a restart",
+                ready(),
+                Action::Idle { requeue_at: None },
+            ),
+            (
+                "new workspace",
+                Facts {
+                    applied_hash: None,
+                    ..ready()
+                },
+                run(Apply, Created),
+            ),
+            (
+                "input changed",
+                Facts {
+                    inputs_hash: "h2".into(),
+                    ..ready()
+                },
+                run(Apply, InputsChanged),
+            ),
+            (
+                "a run is active",
+                Facts {
+                    active: true,
+                    inputs_hash: "h2".into(),
+                    ..ready()
+                },
+                Action::Idle { requeue_at: None },
+            ),
+            (
+                "suspended",
+                Facts {
+                    suspend: true,
+                    inputs_hash: "h2".into(),
+                    ..ready()
+                },
+                Action::Idle { requeue_at: None },
+            ),
+            (
+                "manual approval plans first",
+                Facts {
+                    manual: true,
+                    inputs_hash: "h2".into(),
+                    ..ready()
+                },
+                run(Plan, InputsChanged),
+            ),
+            (
+                "awaiting approval",
+                Facts {
+                    manual: true,
+                    inputs_hash: "h2".into(),
+                    awaiting: Some("h2".into()),
+                    ..ready()
+                },
+                Action::Idle { requeue_at: None },
+            ),
+            (
+                "approved",
+                Facts {
+                    manual: true,
+                    inputs_hash: "h2".into(),
+                    awaiting: Some("h2".into()),
+                    approved: true,
+                    ..ready()
+                },
+                run(ApplyApproved, Approval),
+            ),
+            (
+                "awaiting an older plan: re-plan",
+                Facts {
+                    manual: true,
+                    inputs_hash: "h3".into(),
+                    awaiting: Some("h2".into()),
+                    ..ready()
+                },
+                run(Plan, InputsChanged),
+            ),
+            (
+                "failed, backoff not over",
+                Facts {
+                    inputs_hash: "h2".into(),
+                    failures: 1,
+                    last_run: Some(failed_run.clone()),
+                    jitter: 0.0,
+                    ..ready()
+                },
+                Action::Idle {
+                    requeue_at: Some(990 + BACKOFF_BASE),
+                },
+            ),
+            (
+                "failed, backoff over: retry",
+                Facts {
+                    now: 2000,
+                    inputs_hash: "h2".into(),
+                    failures: 1,
+                    last_run: Some(failed_run.clone()),
+                    ..ready()
+                },
+                run(Apply, Retry),
+            ),
+            (
+                "failed, but the inputs changed since: run now",
+                Facts {
+                    inputs_hash: "h3".into(),
+                    failures: 3,
+                    last_run: Some(failed_run.clone()),
+                    ..ready()
+                },
+                run(Apply, InputsChanged),
+            ),
+            (
+                "Orphan deletion",
+                Facts {
+                    deleting: Some(false),
+                    ..ready()
+                },
+                Action::Finalize,
+            ),
+            (
+                "Destroy deletion runs a destroy",
+                Facts {
+                    deleting: Some(true),
+                    ..ready()
+                },
+                run(Operation::Destroy, Trigger::Destroy),
+            ),
+            (
+                "Destroy done",
+                Facts {
+                    deleting: Some(true),
+                    last_run: Some(LastRun {
+                        operation: Some(Operation::Destroy),
+                        ..LastRun::default()
+                    }),
+                    ..ready()
+                },
+                Action::Finalize,
+            ),
+            (
+                "refresh due (plan mode)",
+                Facts {
+                    refresh: Some((600, false)),
+                    next_refresh_at: Some(900),
+                    ..ready()
+                },
+                run(Plan, Refresh),
+            ),
+            (
+                "refresh due (apply mode)",
+                Facts {
+                    refresh: Some((600, true)),
+                    next_refresh_at: Some(900),
+                    ..ready()
+                },
+                run(Apply, Refresh),
+            ),
+            (
+                "refresh due, apply mode, manual approval: plan",
+                Facts {
+                    refresh: Some((600, true)),
+                    manual: true,
+                    next_refresh_at: Some(900),
+                    ..ready()
+                },
+                run(Plan, Refresh),
+            ),
+            (
+                "refresh not yet due",
+                Facts {
+                    refresh: Some((600, false)),
+                    next_refresh_at: Some(1500),
+                    ..ready()
+                },
+                Action::Idle {
+                    requeue_at: Some(1500),
+                },
+            ),
+            (
+                "parent read through outputs with defaults: plan only",
+                Facts {
+                    applied_hash: None,
+                    parents: vec![Parent {
+                        name: "net".into(),
+                        exists: true,
+                        outputs_only: true,
+                        defaults_cover: true,
+                        ..Parent::default()
+                    }],
+                    ..ready()
+                },
+                run(Plan, Created),
+            ),
+            (
+                "planned with defaults already: wait for the parent",
+                Facts {
+                    applied_hash: None,
+                    parents: vec![Parent {
+                        name: "net".into(),
+                        exists: true,
+                        outputs_only: true,
+                        defaults_cover: true,
+                        ..Parent::default()
+                    }],
+                    last_run: Some(LastRun {
+                        inputs_hash: "h1".into(),
+                        planned_with_defaults: true,
+                        ..LastRun::default()
+                    }),
+                    ..ready()
+                },
+                Action::Idle { requeue_at: None },
+            ),
+        ];
+        for (name, facts, want) in table {
+            assert_eq!(decide(&facts), want, "{name}");
+        }
+        let blocked_table: Vec<(&str, Facts, &str)> = vec![
+            (
+                "cycle",
+                Facts {
+                    cycle: vec!["a".into(), "b".into(), "a".into()],
+                    ..ready()
+                },
+                "DependencyCycle",
+            ),
+            (
+                "parent not ready",
+                Facts {
+                    inputs_hash: "h2".into(),
+                    parents: vec![Parent {
+                        name: "net".into(),
+                        exists: true,
+                        ..Parent::default()
+                    }],
+                    ..ready()
+                },
+                "DependencyNotReady",
+            ),
+            (
+                "parent missing",
+                Facts {
+                    inputs_hash: "h2".into(),
+                    parents: vec![Parent {
+                        name: "net".into(),
+                        ..Parent::default()
+                    }],
+                    ..ready()
+                },
+                "DependencyNotReady",
+            ),
+            (
+                "secret missing",
+                Facts {
+                    inputs_problem: Some(("SecretNotFound".into(), "Secret `x` not found".into())),
+                    ..ready()
+                },
+                "SecretNotFound",
+            ),
+            (
+                "destroy blocked by children",
+                Facts {
+                    deleting: Some(true),
+                    children: vec!["app".into()],
+                    ..ready()
+                },
+                "BlockedByDependents",
+            ),
+        ];
+        for (name, facts, reason) in blocked_table {
+            let got = decide(&facts);
+            assert!(blocked(reason)(&got), "{name}: {got:?}");
+        }
+    }
+
+    #[test]
+    fn backoff_grows_with_full_jitter_and_a_cap() {
+        assert_eq!(backoff(1, 0.0), BACKOFF_BASE);
+        assert_eq!(backoff(1, 1.0), BACKOFF_BASE);
+        assert_eq!(backoff(2, 1.0), 2 * BACKOFF_BASE);
+        assert_eq!(backoff(5, 1.0), 16 * BACKOFF_BASE);
+        assert!(backoff(5, 0.5) < backoff(5, 1.0) && backoff(5, 0.5) > BACKOFF_BASE);
+        assert_eq!(backoff(40, 1.0), BACKOFF_CAP);
+    }
+
+    #[test]
+    fn refreshes_are_spread() {
+        let firsts: Vec<i64> = (0..10)
+            .map(|i| first_refresh(0, 600, i as f64 / 10.0))
+            .collect();
+        assert!(firsts.windows(2).all(|w| w[0] < w[1]));
+        assert!(firsts.iter().all(|t| (300..=600).contains(t)));
+        assert!((540..=660).contains(&next_refresh(0, 600, 0.5)));
+    }
+}
