@@ -1,7 +1,7 @@
 # sng — two commands on a fresh machine: `make demo` and `make test`.
 CARGO ?= cargo
 
-.PHONY: all build demo test setup lint
+.PHONY: all build demo test setup lint bench
 
 all: build
 
@@ -24,3 +24,7 @@ test: setup
 lint:
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
+
+## bench: sng versus the bare engine, side by side (see BENCHMARKS.md).
+bench: build
+	bench/run-overhead.sh

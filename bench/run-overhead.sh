@@ -11,11 +11,19 @@
 #        cold: the first run of a server started on a fresh data dir (empty module cache),
 #              one fresh server per sample (BENCH_COLD samples);
 #        warm: one server, after one discarded warm-up run (module cache filled).
-#   (b*) warm sng, with Ready detected by a 5 ms poll of the API instead of `sng wait`,
-#        to show what the 200 ms poll interval of `sng wait` costs.
+#   (b*) the same (cold on its own fresh servers, warm on the warm server), with Ready detected
+#        by a 5 ms poll of the API (one keep-alive connection, the condition `sng wait` checks)
+#        instead of `sng wait`, to show what the 200 ms poll interval of `sng wait` costs.
+#   Iterations are interleaved (a, a', b, b*, a, a', …) so that drift of the machine hits all
+#   cases alike; one untimed bare run first puts the engine's files in the page cache.
 #
 # "Platform time outside the engine" = sng total − sum of the engine steps of that run
-# (`sng runs workspace NAME -o json`, field `steps`).
+# (`sng runs workspace NAME -o json`, field `steps`). For (a) and (a') the same column is the
+# script's own time between the engine commands.
+#
+# Timing: wall clock, bash's EPOCHREALTIME (no fork inside the measured interval) or
+# `date +%s%N`; python3's monotonic clock for (b*). Readiness of the registry and the servers is
+# polled on a condition (20 ms between checks), never assumed after a sleep.
 #
 # Environment: BENCH_ITERATIONS (default 10), BENCH_COLD (default 3), BENCH_BWRAP (1/0, default 1
 # when /usr/bin/bwrap exists), BENCH_FASTPOLL (1/0, default 1), SNG_BIN (skip the build),
@@ -86,7 +94,22 @@ trap 'exit 130' INT
 trap 'exit 143' TERM
 
 now_ns() { date +%s%N; }
-ms_since() { echo $((($(now_ns) - $1) / 1000000)); }
+# Timestamps of measured intervals, in microseconds, into a variable: bash's EPOCHREALTIME (the
+# same wall clock as `date +%s%N`) when there, so that the timing itself forks no process in the
+# middle of what it measures; `date +%s%N` otherwise.
+stamp() {
+  if [ -n "${EPOCHREALTIME:-}" ]; then
+    printf -v "$1" '%s' "${EPOCHREALTIME//[.,]/}"
+  else
+    printf -v "$1" '%s' "$(($(date +%s%N) / 1000))"
+  fi
+}
+# elapsed_ms START_US VAR: milliseconds since START_US, into VAR.
+elapsed_ms() {
+  local _now
+  stamp _now
+  printf -v "$2" '%s' "$(((_now - $1) / 1000))"
+}
 
 free_port() {
   python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
@@ -180,16 +203,16 @@ run_bare() {
     pre+=(--bind "$root" "$root" --bind "$root/plugin-cache" "$root/plugin-cache"
       --unshare-all --share-net --die-with-parent --chdir "$dir" --)
   fi
-  local log=$root/engine.log t0 t s
+  local log=$root/engine.log t0 t s ms1
   local -a ms=()
-  t0=$(now_ns)
+  stamp t0
   (
     cd "$dir"
     if [ "$wrap" = plain ]; then
       export CHECKPOINT_DISABLE=1 TF_IN_AUTOMATION=1 TF_CLI_CONFIG_FILE="$root/cli.tfrc"
     fi
     for s in "${STEPS[@]}"; do
-      t=$(now_ns)
+      stamp t
       case $s in
         init) "${pre[@]}" "$ENGINE" init -input=false >>"$log" 2>&1 ;;
         plan) "${pre[@]}" "$ENGINE" plan -input=false -out=p >>"$log" 2>&1 ;;
@@ -197,11 +220,12 @@ run_bare() {
         apply) "${pre[@]}" "$ENGINE" apply -input=false p >>"$log" 2>&1 ;;
         output) "${pre[@]}" "$ENGINE" output -json >/dev/null 2>>"$log" ;;
       esac || { cat "$log" >&2; exit 1; }
-      echo "$(ms_since "$t")" >>"$root/steps"
+      elapsed_ms "$t" ms1
+      echo "$ms1" >>"$root/steps"
     done
   ) || die "$series iteration $iter failed (log above)"
   local total
-  total=$(ms_since "$t0")
+  elapsed_ms "$t0" total
   grep -q "Resources: 20 added" "$log" || { cat "$log" >&2; die "$series: 20 resources were not created"; }
   mapfile -t ms <"$root/steps"
   printf '%s\t%s\t%s\t%s\n' "$series" "$iter" "$total" "$(
@@ -232,8 +256,8 @@ record_sng() {
   python3 - "$series" "$iter" "$total" "$runs" >>"$RESULTS" <<'EOF' || die "$series: unexpected run record for $name"
 import json, sys
 series, it, total, runs = sys.argv[1], sys.argv[2], sys.argv[3], json.loads(sys.argv[4])
-assert len(runs) == 1, f"{len(runs)} runs"
-run = runs[0]
+assert runs, "no run recorded"
+run = runs[-1]  # newest first: the last one is the workspace's first apply
 assert run["phase"] == "Succeeded", run
 assert run["plan"]["add"] == 20, run["plan"]
 steps = dict(run["steps"])
@@ -247,11 +271,11 @@ EOF
 run_sng() {
   local series=$1 iter=$2 name=$3 file=$WORK/$3.yaml t0 total
   workspace_yaml "$name" >"$file"
-  t0=$(now_ns)
+  stamp t0
   "$SNG" apply -f "$file" >/dev/null
   "$SNG" wait workspace "$name" --for condition=Ready --timeout 5m >/dev/null ||
     { "$SNG" logs "$("$SNG" runs workspace "$name" -o json | python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["id"])')" >&2 || true; die "$name did not become Ready"; }
-  total=$(ms_since "$t0")
+  elapsed_ms "$t0" total
   record_sng "$series" "$iter" "$name" "$total"
 }
 

@@ -113,6 +113,9 @@ pub struct RunInput {
     pub secrets: Vec<String>,
     /// Masked log file.
     pub log_path: PathBuf,
+    /// For an approved apply: the hash of the approved plan. A new plan that hashes differently
+    /// is not applied (`Rejected`).
+    pub expected_plan_hash: Option<String>,
     /// `spec.resources.limits`, enforced with control groups where the machine allows it.
     pub limits: crate::limits::Limits,
     /// Told the name of each step as it starts (`init`, `plan`, `show`, `apply`, `output`).
@@ -139,6 +142,8 @@ pub enum RunResult {
     Interrupted(String),
     /// The state lock is held by someone else.
     StateLocked(String),
+    /// The plan of the current reality differs from the approved one: nothing was applied.
+    Rejected(String),
 }
 
 /// Result of a run.
@@ -207,7 +212,10 @@ pub async fn execute(cfg: &RunConfig, input: RunInput, cancel: CancellationToken
     out.result = result;
     let summary = match &out.result {
         RunResult::Succeeded => "sng: run succeeded".to_string(),
-        RunResult::Failed(m) | RunResult::Interrupted(m) | RunResult::StateLocked(m) => {
+        RunResult::Failed(m)
+        | RunResult::Interrupted(m)
+        | RunResult::StateLocked(m)
+        | RunResult::Rejected(m) => {
             format!("sng: run ended: {m}")
         }
     };
@@ -402,6 +410,14 @@ async fn run_in(
     drop(plan_json);
     if input.operation == Operation::Plan {
         return RunResult::Succeeded;
+    }
+    if let (Some(expected), Some(plan)) = (&input.expected_plan_hash, &out.plan) {
+        if *expected != plan.hash {
+            return RunResult::Rejected(format!(
+                "the plan of the current reality ({}) differs from the approved plan ({expected}); nothing was applied",
+                plan.hash
+            ));
+        }
     }
     let apply = run!(
         "apply",

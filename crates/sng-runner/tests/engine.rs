@@ -61,6 +61,7 @@ fn input(dir: &Path, module_dir: PathBuf, run_id: &str, op: Operation) -> RunInp
         log_path: dir.join("logs").join(format!("{run_id}.log")),
         progress: None,
         limits: Default::default(),
+        expected_plan_hash: None,
     }
 }
 

@@ -255,6 +255,7 @@ fn start_platform(
         wake: tokio::sync::Notify::new(),
         slots: tokio::sync::Semaphore::new(slots),
         active: Default::default(),
+        cancelled_by_user: Default::default(),
     });
     let cut = platform.recover()?;
     if cut > 0 {

@@ -44,6 +44,14 @@ pub fn router(state: AppState) -> Router {
             "/api/v1/tenants/{tenant}/workspaces/{name}/state",
             get(state_versions),
         )
+        .route(
+            "/api/v1/tenants/{tenant}/workspaces/{name}/approve",
+            post(approve),
+        )
+        .route(
+            "/api/v1/tenants/{tenant}/workspaces/{name}/cancel",
+            post(cancel_run),
+        )
         .route("/api/v1/tenants/{tenant}/runs/{id}", get(get_run))
         .route("/api/v1/tenants/{tenant}/runs/{id}/log", get(get_log))
         .route("/api/v1/tenants/{tenant}/{kind}", get(list))
@@ -353,30 +361,30 @@ async fn delete_one(
         caller.platform_admin("deleting a tenant")?;
     }
     if kind == Kind::Workspace {
-        if let Some(p) = &st.platform {
-            p.cancel(&tenant, &name);
-        }
-    }
-    let obj = blocking(&st, move |s| {
-        let obj = s.delete(kind, &tenant, &name)?;
-        if let Object::Workspace(ws) = &obj {
-            // deletionPolicy Orphan: the manifest and its state go, the infrastructure stays.
-            s.state_delete(&tenant, &name)?;
-            let outputs = ws.outputs_secret_name();
-            if let Some(secret) = s.get(Kind::Secret, &tenant, &outputs)? {
-                if secret
-                    .meta()
-                    .labels
-                    .get(crate::platform::OUTPUTS_OWNER_LABEL)
-                    == Some(&name)
-                {
-                    s.delete(Kind::Secret, &tenant, &outputs)?;
+        let platform = st.platform.clone();
+        let obj = blocking(&st, move |s| {
+            let Some(Object::Workspace(ws)) = s.get(Kind::Workspace, &tenant, &name)? else {
+                return Err(StoreError::not_found("Workspace", &name));
+            };
+            if ws.spec.deletion_policy == Some(sng_api::workspace::DeletionPolicy::Destroy) {
+                // The infrastructure is destroyed first (children before parents); the object goes after.
+                let obj = s.mark_deleting(Kind::Workspace, &tenant, &name)?;
+                if let Some(p) = &platform {
+                    p.wake.notify_one();
                 }
+                return Ok(obj);
             }
-        }
-        Ok(obj)
-    })
-    .await?;
+            // Orphan: the manifest and its state go, the infrastructure stays.
+            if let Some(p) = &platform {
+                p.cancel(&tenant, &name, true);
+            }
+            crate::platform::finalize(s, &tenant, &ws)?;
+            Ok(Object::Workspace(ws))
+        })
+        .await?;
+        return Ok(Json(render(obj, false)));
+    }
+    let obj = blocking(&st, move |s| s.delete(kind, &tenant, &name)).await?;
     Ok(Json(render(obj, false)))
 }
 
@@ -449,4 +457,70 @@ async fn state_versions(
     .await?;
     let lock = lock.map(|l| json!({"id": l.id, "who": l.who, "createdAt": l.created_at}));
     Ok(Json(json!({"versions": versions, "lock": lock})))
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct ApproveRequest {
+    plan_id: String,
+}
+
+/// Approve the plan awaiting approval; an id that is not that plan's is refused (409).
+async fn approve(
+    State(st): State<AppState>,
+    caller: Caller,
+    Path((tenant, name)): Path<(String, String)>,
+    body: Result<Json<ApproveRequest>, JsonRejection>,
+) -> Result<Json<Value>, ApiError> {
+    caller.scope(&tenant)?;
+    let Json(req) = body.map_err(|e| ApiError::bad_request(e.body_text()))?;
+    let who = format!("token:{}", caller.0.token_id);
+    let n = name.clone();
+    let answer = blocking(&st, move |s| {
+        let Some(Object::Workspace(ws)) = s.get(Kind::Workspace, &tenant, &n)? else {
+            return Err(StoreError::not_found("Workspace", &n));
+        };
+        let status = ws.status.clone().unwrap_or_default();
+        let awaiting = status
+            .conditions
+            .iter()
+            .any(|c| c.type_ == "AwaitingApproval" && c.status == "True");
+        let current = status.last_plan.as_ref().map(|p| p.id.clone());
+        if !awaiting || current.as_deref() != Some(req.plan_id.as_str()) {
+            let hint = match (&current, awaiting) {
+                (Some(id), true) => format!("the plan awaiting approval is `{id}`"),
+                _ => "no plan awaits approval".to_string(),
+            };
+            return Err(StoreError::Conflict(format!(
+                "plan `{}` cannot be approved: {hint}",
+                req.plan_id
+            )));
+        }
+        s.approve(&tenant, &n, &req.plan_id, &who)?;
+        Ok(json!({"workspace": n, "planId": req.plan_id, "approvedBy": who}))
+    })
+    .await?;
+    if let Some(p) = &st.platform {
+        p.wake.notify_one();
+    }
+    Ok(Json(answer))
+}
+
+/// Cancel the active run of a workspace: the engine is interrupted, the run recorded Interrupted.
+async fn cancel_run(
+    State(st): State<AppState>,
+    caller: Caller,
+    Path((tenant, name)): Path<(String, String)>,
+) -> Result<Json<Value>, ApiError> {
+    caller.scope(&tenant)?;
+    let cancelled = st
+        .platform
+        .as_ref()
+        .is_some_and(|p| p.cancel(&tenant, &name, true));
+    if !cancelled {
+        return Err(ApiError::conflict(format!(
+            "workspace `{name}` has no active run"
+        )));
+    }
+    Ok(Json(json!({"workspace": name, "cancelled": true})))
 }

@@ -56,10 +56,11 @@ struct Row {
     annotations: String,
     spec: String,
     status: Option<String>,
+    deleted_at: Option<String>,
 }
 
 const COLUMNS: &str =
-    "name, uid, generation, resource_version, created_at, labels, annotations, spec, status";
+    "name, uid, generation, resource_version, created_at, labels, annotations, spec, status, deleted_at";
 
 fn read_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<(String, Row)> {
     Ok((
@@ -73,6 +74,7 @@ fn read_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<(String, Row)> {
             annotations: r.get(6)?,
             spec: r.get(7)?,
             status: r.get(8)?,
+            deleted_at: r.get(9)?,
         },
     ))
 }
@@ -88,7 +90,7 @@ fn to_object(kind: Kind, tenant: &str, name: String, row: Row) -> Result<Object>
         generation: Some(row.generation),
         resource_version: Some(row.resource_version.to_string()),
         creation_timestamp: Some(row.created_at),
-        deletion_timestamp: None,
+        deletion_timestamp: row.deleted_at,
     };
     let spec: Value = serde_json::from_str(&row.spec).map_err(corrupt)?;
     let status = row
@@ -282,6 +284,61 @@ impl Store {
         let obj = to_object(kind, tenant, name.to_string(), row)?;
         tx.commit()?;
         Ok(obj)
+    }
+
+    /// Mark an object as being deleted (its deletion waits for something, e.g. a destroy).
+    pub fn mark_deleting(&self, kind: Kind, tenant: &str, name: &str) -> Result<Object> {
+        let mut conn = self.conn();
+        let tx = conn.transaction()?;
+        let row = get_row(&tx, kind, tenant, name)?
+            .ok_or_else(|| StoreError::not_found(kind.as_str(), name))?;
+        if row.deleted_at.is_none() {
+            let rv = next_revision(&tx)?;
+            tx.execute(
+                "UPDATE objects SET deleted_at = ?1, resource_version = ?2 WHERE tenant = ?3 AND kind = ?4 AND name = ?5",
+                params![now_rfc3339(), rv, scope(kind, tenant), kind.as_str(), name],
+            )?;
+        }
+        let row = get_row(&tx, kind, tenant, name)?
+            .ok_or_else(|| StoreError::not_found(kind.as_str(), name))?;
+        let obj = to_object(kind, tenant, name.to_string(), row)?;
+        tx.commit()?;
+        Ok(obj)
+    }
+
+    /// Record the approval of a plan (one pending approval per workspace).
+    pub fn approve(&self, tenant: &str, workspace: &str, plan_id: &str, who: &str) -> Result<()> {
+        self.conn().execute(
+            "INSERT INTO approvals (tenant, workspace, plan_id, who, at) VALUES (?1, ?2, ?3, ?4, ?5)
+             ON CONFLICT (tenant, workspace) DO UPDATE SET plan_id = excluded.plan_id, who = excluded.who, at = excluded.at",
+            params![tenant, workspace, plan_id, who, now_rfc3339()],
+        )?;
+        Ok(())
+    }
+
+    /// The pending approval of a workspace: (plan id, who, when).
+    pub fn approval(
+        &self,
+        tenant: &str,
+        workspace: &str,
+    ) -> Result<Option<(String, String, String)>> {
+        Ok(self
+            .conn()
+            .query_row(
+                "SELECT plan_id, who, at FROM approvals WHERE tenant = ?1 AND workspace = ?2",
+                params![tenant, workspace],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+            )
+            .optional()?)
+    }
+
+    /// Consume the approval of a workspace.
+    pub fn approval_clear(&self, tenant: &str, workspace: &str) -> Result<()> {
+        self.conn().execute(
+            "DELETE FROM approvals WHERE tenant = ?1 AND workspace = ?2",
+            params![tenant, workspace],
+        )?;
+        Ok(())
     }
 
     /// Number of objects per kind in a tenant (for listings of tenants).

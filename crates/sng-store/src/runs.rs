@@ -21,6 +21,15 @@ pub struct RunRecord {
     pub operation: String,
     /// Why the run started (e.g. `created`, `spec change`).
     pub trigger: String,
+    /// Hash of the inputs the run used.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inputs_hash: Option<String>,
+    /// Variables came from `default` values (parents not published): plan only.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub planned_with_defaults: bool,
+    /// Approval applied by this run: plan id, who, when.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval: Option<(String, String, String)>,
     /// Manifest generation the run applies.
     pub generation: i64,
     /// `Running`, `Succeeded`, `Failed`, `Interrupted`, `StateLocked`, `Rejected`.
@@ -104,6 +113,17 @@ impl Store {
             "tenant = ?1 AND workspace = ?2 ORDER BY created_at DESC, rowid DESC",
             params![tenant, workspace],
         )
+    }
+
+    /// The newest run of a workspace that ended.
+    pub fn last_ended_run(&self, tenant: &str, workspace: &str) -> Result<Option<RunRecord>> {
+        Ok(self
+            .runs_where(
+                "tenant = ?1 AND workspace = ?2 AND phase != 'Running' ORDER BY created_at DESC, rowid DESC LIMIT 1",
+                params![tenant, workspace],
+            )?
+            .into_iter()
+            .next())
     }
 
     /// Runs still marked `Running` (after a crash, these were cut).

@@ -67,6 +67,22 @@ pub enum Command {
         #[arg(long, default_value = "5m", value_parser = parse_duration)]
         timeout: std::time::Duration,
     },
+    /// Approve the plan awaiting approval (`status.lastPlan.id`) of a workspace.
+    Approve {
+        /// Kind (workspace).
+        kind: String,
+        /// Name.
+        name: String,
+        /// The plan id, as shown in `status.lastPlan.id`.
+        plan_id: String,
+    },
+    /// Cancel the active run of a workspace (the engine is interrupted cleanly).
+    Cancel {
+        /// Kind (workspace).
+        kind: String,
+        /// Name.
+        name: String,
+    },
     /// List the runs of a workspace.
     Runs {
         /// Kind (workspace).
@@ -155,6 +171,9 @@ pub enum KindCommand {
         /// Output format.
         #[arg(short, long, value_enum)]
         output: Option<Output>,
+        /// Watch: print the list again each time something changes (Ctrl-C to stop).
+        #[arg(short, long)]
+        watch: bool,
     },
     /// Delete an object.
     Delete {
@@ -162,6 +181,12 @@ pub enum KindCommand {
         kind: String,
         /// Name of the object.
         name: String,
+        /// Wait until the object is gone (a Destroy deletion waits for its destroy).
+        #[arg(long)]
+        wait: bool,
+        /// Give up waiting after this long (Go duration).
+        #[arg(long, default_value = "10m", value_parser = parse_duration)]
+        timeout: std::time::Duration,
     },
 }
 
@@ -268,15 +293,33 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
         }
         Command::Apply(args) => crate::apply::apply(&Client::new(&g)?, &g.tenant, &args),
         Command::Kind { command } => match command {
-            KindCommand::Get { kind, name, output } => crate::get::get(
-                &Client::new(&g)?,
-                &g.tenant,
-                parse_kind(&kind)?,
-                name.as_deref(),
+            KindCommand::Get {
+                kind,
+                name,
                 output,
-            ),
-            KindCommand::Delete { kind, name } => {
-                crate::get::delete(&Client::new(&g)?, &g.tenant, parse_kind(&kind)?, &name)
+                watch,
+            } => {
+                let client = Client::new(&g)?;
+                let kind = parse_kind(&kind)?;
+                if watch {
+                    crate::wait::watch(&client, &g.tenant, kind, name.as_deref(), output)
+                } else {
+                    crate::get::get(&client, &g.tenant, kind, name.as_deref(), output)
+                }
+            }
+            KindCommand::Delete {
+                kind,
+                name,
+                wait,
+                timeout,
+            } => {
+                let client = Client::new(&g)?;
+                let kind = parse_kind(&kind)?;
+                crate::get::delete(&client, &g.tenant, kind, &name)?;
+                if wait {
+                    crate::wait::gone(&client, &g.tenant, kind, &name, timeout)?;
+                }
+                Ok(())
             }
         },
         Command::Wait {
@@ -292,6 +335,20 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
             &condition,
             timeout,
         ),
+        Command::Approve {
+            kind,
+            name,
+            plan_id,
+        } => crate::wait::approve(
+            &Client::new(&g)?,
+            &g.tenant,
+            parse_kind(&kind)?,
+            &name,
+            &plan_id,
+        ),
+        Command::Cancel { kind, name } => {
+            crate::wait::cancel(&Client::new(&g)?, &g.tenant, parse_kind(&kind)?, &name)
+        }
         Command::Runs { kind, name, output } => crate::wait::runs(
             &Client::new(&g)?,
             &g.tenant,

@@ -39,6 +39,19 @@ pub fn get(
         path.push_str("?reveal=true");
     }
     let answer = client.get(&path)?;
+    print_answer(kind, tenant, name, output, &answer);
+    Ok(())
+}
+
+/// Print an answer of `get` in the asked format.
+pub fn print_answer(
+    kind: Kind,
+    tenant: &str,
+    name: Option<&str>,
+    output: Option<Output>,
+    answer: &Value,
+) {
+    let answer = answer.clone();
     match output {
         Some(o @ (Output::Yaml | Output::Json)) => print_value(&answer, o),
         _ => {
@@ -48,7 +61,7 @@ pub fn get(
             };
             if items.is_empty() {
                 eprintln!("No {} found in tenant {tenant}.", kind.plural());
-                return Ok(());
+                return;
             }
             let now = chrono::Utc::now();
             print!(
@@ -57,12 +70,19 @@ pub fn get(
             );
         }
     }
-    Ok(())
 }
 
 pub fn delete(client: &Client, tenant: &str, kind: Kind, name: &str) -> Result<(), CliError> {
-    client.delete(&object_path(tenant, kind, Some(name)))?;
-    println!("{}/{name} deleted", kind.as_str().to_ascii_lowercase());
+    let answer = client.delete(&object_path(tenant, kind, Some(name)))?;
+    let word = kind.as_str().to_ascii_lowercase();
+    if answer
+        .pointer("/metadata/deletionTimestamp")
+        .is_some_and(|t| !t.is_null())
+    {
+        println!("{word}/{name} deleting (deletionPolicy Destroy: the infrastructure is destroyed first)");
+    } else {
+        println!("{word}/{name} deleted");
+    }
     Ok(())
 }
 

@@ -128,3 +128,96 @@ pub fn logs(client: &Client, tenant: &str, run: &str) -> Result<(), CliError> {
     );
     Ok(())
 }
+
+fn workspace_only(kind: Kind) -> Result<(), CliError> {
+    if kind == Kind::Workspace {
+        Ok(())
+    } else {
+        Err(CliError::Usage(
+            "this command applies to workspaces only".into(),
+        ))
+    }
+}
+
+pub fn approve(
+    client: &Client,
+    tenant: &str,
+    kind: Kind,
+    name: &str,
+    plan_id: &str,
+) -> Result<(), CliError> {
+    workspace_only(kind)?;
+    client.post(
+        &format!("/tenants/{tenant}/workspaces/{name}/approve"),
+        &serde_json::json!({"planId": plan_id}),
+    )?;
+    println!("workspace/{name} plan {plan_id} approved");
+    Ok(())
+}
+
+pub fn cancel(client: &Client, tenant: &str, kind: Kind, name: &str) -> Result<(), CliError> {
+    workspace_only(kind)?;
+    client.post(
+        &format!("/tenants/{tenant}/workspaces/{name}/cancel"),
+        &serde_json::json!({}),
+    )?;
+    println!("workspace/{name} run cancelled");
+    Ok(())
+}
+
+/// Poll until the object is gone.
+pub fn gone(
+    client: &Client,
+    tenant: &str,
+    kind: Kind,
+    name: &str,
+    timeout: Duration,
+) -> Result<(), CliError> {
+    let path = format!("/tenants/{tenant}/{}/{name}", kind.plural());
+    let start = Instant::now();
+    loop {
+        match client.get(&path) {
+            Err(CliError::Rejected(lines)) if lines.iter().any(|l| l.contains("not found")) => {
+                println!("{}/{name} gone", kind.as_str().to_ascii_lowercase());
+                return Ok(());
+            }
+            Err(e) => return Err(e),
+            Ok(obj) => {
+                if start.elapsed() >= timeout {
+                    let why = condition(&obj, "Ready")
+                        .and_then(|c| c["message"].as_str())
+                        .unwrap_or("")
+                        .to_string();
+                    return Err(CliError::rejected(format!(
+                        "timed out waiting for {name} to be deleted: {why}"
+                    )));
+                }
+            }
+        }
+        std::thread::sleep(Duration::from_millis(300));
+    }
+}
+
+/// `get -w`: print the table (or object) again each time it changes.
+pub fn watch(
+    client: &Client,
+    tenant: &str,
+    kind: Kind,
+    name: Option<&str>,
+    output: Option<Output>,
+) -> Result<(), CliError> {
+    let path = match name {
+        Some(n) => format!("/tenants/{tenant}/{}/{n}", kind.plural()),
+        None => format!("/tenants/{tenant}/{}", kind.plural()),
+    };
+    let mut last = String::new();
+    loop {
+        let answer = client.get(&path)?;
+        let key = answer.to_string();
+        if key != last {
+            crate::get::print_answer(kind, tenant, name, output, &answer);
+            last = key;
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
+}

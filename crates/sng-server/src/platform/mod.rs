@@ -1,23 +1,26 @@
-//! The platform side of the server: a reconcile loop that starts a run when a workspace's
-//! manifest generation has not been applied yet, runs bounded by a global limit, and recovery
-//! of runs cut by a crash.
+//! The platform side of the server: the reconcile loop (observe → `decide` → act), runs bounded
+//! by a global limit and dispatched fairly between tenants, and recovery of runs cut by a crash.
 
+mod facts;
 mod inputs;
 mod s3;
+mod status;
 mod worker;
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use sng_api::{Kind, Object};
+use sng_api::Kind;
+use sng_core::decide::{decide, Action, Operation, Trigger};
 use sng_runner::RunConfig;
 use sng_store::Store;
 use tokio::sync::{Notify, Semaphore};
 use tokio_util::sync::CancellationToken;
 
-pub use worker::{run_workspace, OUTPUTS_OWNER_LABEL};
+pub use facts::{parents_of, Snapshot};
+pub use worker::{finalize, run_workspace, OUTPUTS_OWNER_LABEL};
 
 /// What the platform needs to run workspaces.
 pub struct Platform {
@@ -37,6 +40,20 @@ pub struct Platform {
     pub slots: Semaphore,
     /// Cancellation of active runs, by (tenant, workspace).
     pub active: Mutex<HashMap<(String, String), CancellationToken>>,
+    /// Runs cancelled by a user (recorded Interrupted, not re-run until inputs change).
+    pub cancelled_by_user: Mutex<std::collections::HashSet<(String, String)>>,
+}
+
+/// A run to start.
+struct Due {
+    tenant: String,
+    name: String,
+    operation: Operation,
+    trigger: Trigger,
+}
+
+fn unix_now() -> i64 {
+    chrono::Utc::now().timestamp()
 }
 
 impl Platform {
@@ -45,6 +62,7 @@ impl Platform {
         let cut = self.store.runs_running()?;
         for mut run in cut.iter().cloned() {
             run.phase = "Interrupted".into();
+            run.reason = Some("Stopped".into());
             run.message = Some(
                 "the run was cut by a server stop; the next run re-plans on the real state".into(),
             );
@@ -58,37 +76,93 @@ impl Platform {
         Ok(cut.len())
     }
 
-    /// Workspaces whose current generation has not been run yet.
-    fn due(&self) -> Result<Vec<(String, String)>, sng_store::StoreError> {
-        let mut due = Vec::new();
-        for t in self.store.list(Kind::Tenant, "")? {
+    fn is_active(&self, tenant: &str, name: &str) -> bool {
+        self.active
+            .lock()
+            .expect("lock")
+            .contains_key(&(tenant.to_string(), name.to_string()))
+    }
+
+    /// One pass over every workspace: write what is observed, start what is due, finalize
+    /// deletions. Returns the runs to start and the earliest time something is due again.
+    fn reconcile_once(&self) -> (Vec<Due>, Option<i64>) {
+        let now = unix_now();
+        let mut due: BTreeMap<String, VecDeque<Due>> = BTreeMap::new();
+        let mut next: Option<i64> = None;
+        let tenants = match self.store.list(Kind::Tenant, "") {
+            Ok(t) => t,
+            Err(e) => {
+                tracing::error!(error = %e, "reconcile: cannot list tenants");
+                return (vec![], Some(now + 5));
+            }
+        };
+        for t in tenants {
             let tenant = t.meta().name.clone();
-            for o in self.store.list(Kind::Workspace, &tenant)? {
-                let Object::Workspace(ws) = o else { continue };
-                if ws.spec.suspend == Some(true) {
+            let snap = match Snapshot::load(&self.store, &tenant) {
+                Ok(s) => s,
+                Err(e) => {
+                    tracing::error!(tenant, error = %e, "reconcile: cannot list workspaces");
                     continue;
                 }
-                let status = ws.status.clone().unwrap_or_default();
-                if status.active_job.is_some()
-                    || status.observed_generation == ws.metadata.generation
-                {
-                    continue;
+            };
+            for (name, ws) in &snap.workspaces {
+                let active = self.is_active(&tenant, name);
+                let observed = facts::observe(&self.store, &tenant, &snap, ws, now, active);
+                let action = decide(&observed.facts);
+                status::observe_into_status(&self.store, &tenant, ws, &observed, &action, now);
+                match action {
+                    Action::Idle { requeue_at } => {
+                        if let Some(at) = requeue_at {
+                            next = Some(next.map_or(at, |n| n.min(at)));
+                        }
+                    }
+                    Action::Block(_) => {}
+                    Action::Run { operation, trigger } => {
+                        due.entry(tenant.clone()).or_default().push_back(Due {
+                            tenant: tenant.clone(),
+                            name: name.clone(),
+                            operation,
+                            trigger,
+                        });
+                    }
+                    Action::Finalize => {
+                        if let Err(e) = worker::finalize(&self.store, &tenant, ws) {
+                            tracing::error!(tenant, workspace = %name, error = %e, "cannot finalize a deletion");
+                        } else {
+                            tracing::info!(tenant, workspace = %name, "workspace deleted");
+                        }
+                    }
                 }
-                due.push((tenant.clone(), ws.metadata.name.clone()));
             }
         }
-        Ok(due)
+        // Fair between tenants: one run of each tenant in turn.
+        let mut ordered = Vec::new();
+        while !due.is_empty() {
+            due.retain(|_, q| {
+                if let Some(d) = q.pop_front() {
+                    ordered.push(d);
+                }
+                !q.is_empty()
+            });
+        }
+        (ordered, next)
     }
 
     /// Cancel the active run of a workspace, if any.
-    pub fn cancel(&self, tenant: &str, workspace: &str) {
-        if let Some(c) = self
-            .active
-            .lock()
-            .expect("lock")
-            .get(&(tenant.to_string(), workspace.to_string()))
-        {
-            c.cancel();
+    pub fn cancel(&self, tenant: &str, workspace: &str, by_user: bool) -> bool {
+        let key = (tenant.to_string(), workspace.to_string());
+        match self.active.lock().expect("lock").get(&key) {
+            Some(c) => {
+                if by_user {
+                    self.cancelled_by_user
+                        .lock()
+                        .expect("lock")
+                        .insert(key.clone());
+                }
+                c.cancel();
+                true
+            }
+            None => false,
         }
     }
 
@@ -105,41 +179,40 @@ impl Platform {
     }
 }
 
-/// The reconcile loop: wakes on changes and every few seconds, starts due runs.
+/// The reconcile loop: wakes on changes and when something is due (at most every 30 s
+/// otherwise), starts due runs.
 pub async fn reconcile_loop(platform: Arc<Platform>, stop: CancellationToken) {
     loop {
-        match tokio::task::block_in_place(|| platform.due()) {
-            Ok(due) => {
-                for (tenant, name) in due {
-                    let key = (tenant.clone(), name.clone());
-                    let token = {
-                        let mut active = platform.active.lock().expect("lock");
-                        if active.contains_key(&key) {
-                            continue;
-                        }
-                        let token = stop.child_token();
-                        active.insert(key.clone(), token.clone());
-                        token
-                    };
-                    let p = platform.clone();
-                    tokio::spawn(async move {
-                        let permit = tokio::select! {
-                            p = p.slots.acquire() => p.ok(),
-                            _ = token.cancelled() => None,
-                        };
-                        if permit.is_some() {
-                            run_workspace(&p, &tenant, &name, token).await;
-                        }
-                        p.active.lock().expect("lock").remove(&key);
-                        p.wake.notify_one();
-                    });
+        let (due, next) = tokio::task::block_in_place(|| platform.reconcile_once());
+        for d in due {
+            let key = (d.tenant.clone(), d.name.clone());
+            let token = {
+                let mut active = platform.active.lock().expect("lock");
+                if active.contains_key(&key) {
+                    continue;
                 }
-            }
-            Err(e) => tracing::error!(error = %e, "reconcile: cannot list workspaces"),
+                let token = stop.child_token();
+                active.insert(key.clone(), token.clone());
+                token
+            };
+            let p = platform.clone();
+            tokio::spawn(async move {
+                let permit = tokio::select! {
+                    p = p.slots.acquire() => p.ok(),
+                    _ = token.cancelled() => None,
+                };
+                if permit.is_some() {
+                    run_workspace(&p, &d.tenant, &d.name, d.operation, d.trigger, token).await;
+                }
+                p.active.lock().expect("lock").remove(&key);
+                p.wake.notify_one();
+            });
         }
+        let now = unix_now();
+        let wait = next.map_or(30, |n| (n - now).clamp(1, 30)) as u64;
         tokio::select! {
             _ = platform.wake.notified() => {}
-            _ = tokio::time::sleep(Duration::from_secs(5)) => {}
+            _ = tokio::time::sleep(Duration::from_secs(wait)) => {}
             _ = stop.cancelled() => break,
         }
     }

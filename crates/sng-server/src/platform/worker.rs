@@ -1,18 +1,22 @@
 //! One run of one workspace, from the stored manifest to the written status: inputs, module
-//! pinned by digest, run token, engine run, outputs secret, status and run record.
+//! pinned by digest, module checks, run token, engine run, outputs secret, status, run record.
 
 use std::collections::BTreeMap;
 
 use serde_json::{json, Value};
-use sng_api::conditions::{APPLYING, FAILED, PLANNING, READY};
-use sng_api::workspace::{ApplyResult, ApplySummary, LockStatus, PlanSummary, WorkspaceStatus};
-use sng_api::{Kind, Object, ObjectMeta, Secret, Workspace};
+use sng_api::conditions::{APPLYING, AWAITING_APPROVAL, DRIFTED, FAILED, PLANNING, READY};
+use sng_api::workspace::{
+    ApplyResult, ApplySummary, LockStatus, PlanSummary, Workspace, WorkspaceStatus,
+};
+use sng_api::{Kind, Object, ObjectMeta, Secret};
 use sng_core::conditions::set;
-use sng_runner::{Backend, Operation, RunInput, RunResult};
+use sng_core::decide::{next_refresh, Operation, Trigger};
+use sng_runner::{Backend, RunInput, RunResult};
 use sng_store::{now_rfc3339, RunRecord, Store};
 use tokio_util::sync::CancellationToken;
 
-use super::inputs::{gather, InputError};
+use super::facts::inputs_hash;
+use super::inputs::{gather, InputError, Inputs};
 use super::Platform;
 
 /// Label put on the outputs secret: the workspace that publishes it.
@@ -59,9 +63,29 @@ pub fn mark_interrupted(store: &Store, run: &RunRecord) -> Result<(), sng_store:
         &now,
         generation,
     );
-    // The generation is not marked observed: the loop runs it again.
     write_status(store, &run.tenant, &run.workspace, &st);
     Ok(())
+}
+
+/// Remove a workspace: its object, its platform-held state and its outputs secret.
+pub fn finalize(store: &Store, tenant: &str, ws: &Workspace) -> Result<(), sng_store::StoreError> {
+    let name = &ws.metadata.name;
+    store.delete(Kind::Workspace, tenant, name)?;
+    store.state_delete(tenant, name)?;
+    store.approval_clear(tenant, name)?;
+    let outputs = ws.outputs_secret_name();
+    if let Some(secret) = store.get(Kind::Secret, tenant, &outputs)? {
+        if secret.meta().labels.get(OUTPUTS_OWNER_LABEL) == Some(name) {
+            store.delete(Kind::Secret, tenant, &outputs)?;
+        }
+    }
+    Ok(())
+}
+
+fn plan_id(run_id: &str, hash: &str) -> String {
+    use sha2::Digest as _;
+    let h = hex::encode(sha2::Sha256::digest(format!("{run_id}:{hash}").as_bytes()));
+    format!("plan-{}", &h[..16])
 }
 
 /// `spec.resources.limits` as run limits (validated quantities).
@@ -77,12 +101,6 @@ fn run_limits(ws: &Workspace) -> sng_runner::Limits {
         memory_bytes: q("memory").map(|b| b as u64),
         cpu_millis: q("cpu").map(|c| (c * 1000.0).ceil() as u64),
     }
-}
-
-fn plan_id(run_id: &str, hash: &str) -> String {
-    use sha2::Digest as _;
-    let h = hex::encode(sha2::Sha256::digest(format!("{run_id}:{hash}").as_bytes()));
-    format!("plan-{}", &h[..16])
 }
 
 /// Publish the outputs secret: one key per output, JSON when the output is not a string.
@@ -118,27 +136,126 @@ fn publish_outputs(
         .map_err(|e| e.to_string())
 }
 
-/// Run a workspace's current generation to its end and write everything down.
-pub async fn run_workspace(p: &Platform, tenant: &str, name: &str, cancel: CancellationToken) {
+/// Normalized provider source: `hashicorp/aws` ≡ `registry.terraform.io/hashicorp/aws` ≡ `registry.opentofu.org/hashicorp/aws`.
+pub fn normalize_source(source: &str) -> String {
+    let s = source.to_ascii_lowercase();
+    let parts: Vec<&str> = s.split('/').collect();
+    match parts.as_slice() {
+        [ns, t] => format!("{ns}/{t}"),
+        [host, ns, t] if *host == "registry.terraform.io" || *host == "registry.opentofu.org" => {
+            format!("{ns}/{t}")
+        }
+        _ => s,
+    }
+}
+
+/// Checks of the module before any engine run: import targets exist, Providers match `required_providers`.
+fn check_module(
+    module_dir: &std::path::Path,
+    ws: &Workspace,
+    inputs: &Inputs,
+) -> Result<(), (String, String)> {
+    let info = sng_runner::module::inspect(module_dir)
+        .map_err(|e| ("ModuleInvalid".to_string(), e.to_string()))?;
+    for (i, imp) in ws.spec.imports.iter().enumerate() {
+        // `aws_s3_bucket.assets["logs"]` → `aws_s3_bucket.assets`; `module.net.x.y` → `module.net`.
+        let bare: String = imp.to.split('[').next().unwrap_or_default().to_string();
+        let parts: Vec<&str> = bare.split('.').collect();
+        let key = if parts.first() == Some(&"module") {
+            parts.iter().take(2).cloned().collect::<Vec<_>>().join(".")
+        } else {
+            parts.iter().take(2).cloned().collect::<Vec<_>>().join(".")
+        };
+        if !info.resources.contains(&key) {
+            return Err((
+                "ImportTargetMissing".into(),
+                format!(
+                    "spec.imports[{i}].to: `{}` does not exist in the module (resources: {})",
+                    imp.to,
+                    info.resources
+                        .iter()
+                        .cloned()
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            ));
+        }
+    }
+    for p in &inputs.providers {
+        let required = info
+            .required_providers
+            .get(&p.local_name)
+            .cloned()
+            .unwrap_or_else(|| format!("hashicorp/{}", p.local_name));
+        if !required.is_empty() && normalize_source(&required) != normalize_source(&p.source) {
+            return Err((
+                "ProviderMismatch".into(),
+                format!("Provider source `{}` does not match the module's required_providers `{}` = `{required}`; fix the Provider's source", p.source, p.local_name),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// How the run ended, for the status.
+struct Ended {
+    result: RunResult,
+    reason: Option<String>,
+    operation: Operation,
+    planned_with_defaults: bool,
+    has_changes: bool,
+}
+
+fn op_name(op: Operation) -> &'static str {
+    match op {
+        Operation::Plan => "plan",
+        Operation::Apply => "apply",
+        Operation::ApplyApproved => "apply-approved",
+        Operation::Destroy => "destroy",
+    }
+}
+
+fn trigger_name(t: Trigger) -> &'static str {
+    match t {
+        Trigger::Created => "created",
+        Trigger::InputsChanged => "inputs changed",
+        Trigger::Refresh => "refresh",
+        Trigger::Approval => "approval",
+        Trigger::Retry => "retry",
+        Trigger::Destroy => "destroy",
+    }
+}
+
+/// Run a workspace and write everything down.
+pub async fn run_workspace(
+    p: &Platform,
+    tenant: &str,
+    name: &str,
+    operation: Operation,
+    trigger: Trigger,
+    cancel: CancellationToken,
+) {
     let Some(ws) = load(&p.store, tenant, name) else {
         return;
     };
     let generation = ws.metadata.generation.unwrap_or(0);
     let run_id = format!("run-{}", &uuid::Uuid::new_v4().simple().to_string()[..12]);
     let now = now_rfc3339();
+    let approval = if operation == Operation::ApplyApproved {
+        p.store.approval(tenant, name).ok().flatten()
+    } else {
+        None
+    };
     let mut record = RunRecord {
         id: run_id.clone(),
         tenant: tenant.into(),
         workspace: name.into(),
-        operation: "apply".into(),
-        trigger: if ws.status.is_none() {
-            "created".into()
-        } else {
-            "spec change".into()
-        },
+        operation: op_name(operation).into(),
+        trigger: trigger_name(trigger).into(),
         generation,
         phase: "Running".into(),
         module_source: Some(ws.spec.module.source.clone()),
+        approval: approval.clone(),
         created_at: now.clone(),
         ..RunRecord::default()
     };
@@ -154,33 +271,52 @@ pub async fn run_workspace(p: &Platform, tenant: &str, name: &str, cancel: Cance
         &now,
         generation,
     );
-    set(
-        &mut st,
-        READY,
-        false,
-        "Planning",
-        "a run is in progress",
-        &now,
-        generation,
-    );
     write_status(&p.store, tenant, name, &st);
-    tracing::info!(run = %run_id, tenant, workspace = name, generation, "run started");
+    tracing::info!(run = %run_id, tenant, workspace = name, generation, operation = op_name(operation), trigger = trigger_name(trigger), "run started");
 
     let stopped = cancel.clone();
-    let result = run_inner(p, tenant, &ws, &run_id, &mut record, &mut st, cancel).await;
-    // Cut by a server stop (or a deletion): the generation stays unobserved, so the next start
-    // re-plans it. Cut by its own deadline: a failure like any other (no retry storm).
-    let cut_by_stop = stopped.is_cancelled();
+    let ended = run_inner(
+        p,
+        tenant,
+        &ws,
+        &run_id,
+        operation,
+        &mut record,
+        &mut st,
+        cancel,
+    )
+    .await;
+    let by_user = p
+        .cancelled_by_user
+        .lock()
+        .expect("lock")
+        .remove(&(tenant.to_string(), name.to_string()));
+    // Cut by a server stop: the next start re-plans on the real state. By its deadline or a user: a result.
+    let cut_by_stop =
+        stopped.is_cancelled() && !by_user && matches!(ended.result, RunResult::Interrupted(_));
 
-    // Whatever happened: the run token dies with the run, and no lock of ours stays behind.
     let _ = p.store.run_tokens_revoke(Some(&run_id));
-    let released = p.store.state_release_run_locks(&run_id).unwrap_or(0);
-    if released > 0 {
+    if p.store.state_release_run_locks(&run_id).unwrap_or(0) > 0 {
         tracing::info!(run = %run_id, "released a state lock left by the run");
     }
+    if operation == Operation::ApplyApproved {
+        let _ = p.store.approval_clear(tenant, name);
+    }
     let now = now_rfc3339();
-    // The status may have moved while we ran (e.g. the object was deleted).
-    if load(&p.store, tenant, name).is_none() {
+    let Some(current) = load(&p.store, tenant, name) else {
+        return;
+    };
+    if operation == Operation::Destroy
+        && ended.result == RunResult::Succeeded
+        && current.metadata.deletion_timestamp.is_some()
+    {
+        record.phase = "Succeeded".into();
+        record.finished_at = Some(now);
+        let _ = p.store.run_put(&record);
+        if let Err(e) = finalize(&p.store, tenant, &current) {
+            tracing::error!(tenant, workspace = name, error = %e, "cannot finalize after destroy");
+        }
+        tracing::info!(run = %run_id, tenant, workspace = name, "destroyed and deleted");
         return;
     }
     st.active_job = None;
@@ -189,46 +325,155 @@ pub async fn run_workspace(p: &Platform, tenant: &str, name: &str, cancel: Cance
     st.observed_generation = Some(generation);
     set(&mut st, PLANNING, false, "", "", &now, generation);
     set(&mut st, APPLYING, false, "", "", &now, generation);
-    let (phase, apply_result, message) = match &result {
-        RunResult::Succeeded => ("Succeeded", ApplyResult::Succeeded, None),
-        RunResult::Failed(m) => ("Failed", ApplyResult::Failed, Some(m.clone())),
-        RunResult::Interrupted(m) => ("Interrupted", ApplyResult::Interrupted, Some(m.clone())),
-        RunResult::StateLocked(m) => ("StateLocked", ApplyResult::StateLocked, Some(m.clone())),
+    let inputs_hash = record.inputs_hash.clone();
+    let plan_msg = |st: &WorkspaceStatus| {
+        st.last_plan
+            .as_ref()
+            .map(|pl| format!("+{} ~{} -{} <{}", pl.add, pl.change, pl.destroy, pl.import))
+            .unwrap_or_default()
     };
-    match &result {
-        RunResult::Succeeded => {
-            st.consecutive_failures = Some(0);
-            st.lock = None;
+    let (phase, apply_result, message): (&str, Option<ApplyResult>, Option<String>) = match &ended
+        .result
+    {
+        RunResult::Succeeded => match ended.operation {
+            Operation::Plan if ended.planned_with_defaults => {
+                let m = "planned with default values; waiting for the parents to publish their outputs before any apply".to_string();
+                set(
+                    &mut st,
+                    READY,
+                    false,
+                    "DependencyNotReady",
+                    &m,
+                    &now,
+                    generation,
+                );
+                ("Succeeded", None, Some(m))
+            }
+            Operation::Plan if trigger == Trigger::Refresh => {
+                let counts = plan_msg(&st);
+                if ended.has_changes {
+                    set(
+                        &mut st,
+                        DRIFTED,
+                        true,
+                        "DriftDetected",
+                        &format!("the last plan shows unapplied changes ({counts})"),
+                        &now,
+                        generation,
+                    );
+                } else {
+                    set(
+                        &mut st,
+                        DRIFTED,
+                        false,
+                        "NoDrift",
+                        "the last plan shows no change",
+                        &now,
+                        generation,
+                    );
+                }
+                if ended.has_changes
+                    && current
+                        .spec
+                        .refresh
+                        .as_ref()
+                        .is_some_and(|r| r.mode == Some(sng_api::workspace::RunMode::Apply))
+                {
+                    await_approval(&mut st, name, &now, generation);
+                }
+                ("Succeeded", None, None)
+            }
+            Operation::Plan => {
+                if ended.has_changes {
+                    await_approval(&mut st, name, &now, generation);
+                } else {
+                    st.inputs_hash = inputs_hash.clone();
+                    set(
+                        &mut st,
+                        READY,
+                        true,
+                        "Succeeded",
+                        "the plan shows no change",
+                        &now,
+                        generation,
+                    );
+                    set(&mut st, AWAITING_APPROVAL, false, "", "", &now, generation);
+                }
+                ("Succeeded", None, None)
+            }
+            _ => {
+                st.inputs_hash = inputs_hash.clone();
+                st.consecutive_failures = Some(0);
+                st.lock = None;
+                set(
+                    &mut st,
+                    READY,
+                    true,
+                    "Succeeded",
+                    "the last apply succeeded",
+                    &now,
+                    generation,
+                );
+                set(&mut st, FAILED, false, "", "", &now, generation);
+                set(&mut st, DRIFTED, false, "Applied", "", &now, generation);
+                set(&mut st, AWAITING_APPROVAL, false, "", "", &now, generation);
+                ("Succeeded", Some(ApplyResult::Succeeded), None)
+            }
+        },
+        RunResult::Rejected(m) => {
+            // The approved plan no longer matches reality: the new plan awaits approval.
+            let new_id = st
+                .last_plan
+                .as_ref()
+                .map(|p| p.id.clone())
+                .unwrap_or_default();
             set(
                 &mut st,
-                READY,
+                AWAITING_APPROVAL,
                 true,
-                "Succeeded",
-                "the last apply succeeded",
+                "PlanChangedSinceApproval",
+                &format!("{m}; approve the new plan: sng approve workspace {name} {new_id}"),
                 &now,
                 generation,
             );
-            set(&mut st, FAILED, false, "", "", &now, generation);
+            set(
+                &mut st,
+                READY,
+                false,
+                "PlanChangedSinceApproval",
+                m,
+                &now,
+                generation,
+            );
+            ("Rejected", Some(ApplyResult::Rejected), Some(m.clone()))
+        }
+        RunResult::Interrupted(m) if cut_by_stop => {
+            st.observed_generation = ws.status.as_ref().and_then(|s| s.observed_generation);
+            set(&mut st, READY, false, "Interrupted", m, &now, generation);
+            record.reason = Some("Stopped".into());
+            (
+                "Interrupted",
+                Some(ApplyResult::Interrupted),
+                Some(m.clone()),
+            )
         }
         other => {
+            let (phase, result, m) = match other {
+                RunResult::StateLocked(m) => ("StateLocked", ApplyResult::StateLocked, m.clone()),
+                RunResult::Interrupted(m) => ("Interrupted", ApplyResult::Interrupted, m.clone()),
+                RunResult::Failed(m) => ("Failed", ApplyResult::Failed, m.clone()),
+                _ => unreachable!("handled above"),
+            };
             let reason = match other {
                 RunResult::StateLocked(_) => "StateLocked".to_string(),
                 RunResult::Interrupted(_) => "Interrupted".to_string(),
-                _ => record.reason.clone().unwrap_or_else(|| "RunFailed".into()),
+                _ => ended.reason.clone().unwrap_or_else(|| "RunFailed".into()),
             };
-            let reason = reason.as_str();
-            let msg = message.clone().unwrap_or_default();
-            if matches!(other, RunResult::Interrupted(_)) && cut_by_stop {
-                st.observed_generation = ws.status.as_ref().and_then(|s| s.observed_generation);
-                set(&mut st, READY, false, reason, &msg, &now, generation);
-            } else {
-                st.consecutive_failures = Some(st.consecutive_failures.unwrap_or(0) + 1);
-                set(&mut st, READY, false, reason, &msg, &now, generation);
-                set(&mut st, FAILED, true, reason, &msg, &now, generation);
-            }
+            record.reason = Some(reason.clone());
+            st.consecutive_failures = Some(st.consecutive_failures.unwrap_or(0) + 1);
+            set(&mut st, READY, false, &reason, &m, &now, generation);
+            set(&mut st, FAILED, true, &reason, &m, &now, generation);
             if matches!(other, RunResult::StateLocked(_)) {
-                // The platform's own lock table knows the holder of platform-held state; for a
-                // tenant bucket, the engine's `Lock Info` tells.
                 st.lock = match p.store.state_lock_info(tenant, name) {
                     Ok(Some(lock)) => Some(LockStatus {
                         id: lock.id,
@@ -240,57 +485,119 @@ pub async fn run_workspace(p: &Platform, tenant: &str, name: &str, cancel: Cance
                         .map(|(id, who)| LockStatus { id, who }),
                 };
             }
+            (phase, Some(result), Some(m))
+        }
+    };
+    if let Some(result) = apply_result {
+        st.last_apply = Some(ApplySummary {
+            at: now.clone(),
+            result,
+            message: message.clone(),
+        });
+    }
+    if let Some(r) = &current.spec.refresh {
+        if let Some(interval) = sng_api::units::parse_go_duration(&r.interval) {
+            let at = next_refresh(
+                chrono::Utc::now().timestamp(),
+                interval.as_secs() as i64,
+                jitter_of(&run_id),
+            );
+            st.next_run_at = chrono::DateTime::from_timestamp(at, 0)
+                .map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true));
         }
     }
-    st.last_apply = Some(ApplySummary {
-        at: now.clone(),
-        result: apply_result,
-        message: message.clone(),
-    });
     write_status(&p.store, tenant, name, &st);
     record.phase = phase.into();
     record.message = message;
     record.finished_at = Some(now);
-    record.state_serial_after = p
-        .store
-        .state_versions(tenant, name)
-        .ok()
-        .and_then(|v| v.first().map(|s| s.serial));
+    record.planned_with_defaults = ended.planned_with_defaults;
+    if matches!(
+        current.spec.backend.as_ref().and_then(|b| b.s3.as_ref()),
+        None
+    ) {
+        record.state_serial_after = p
+            .store
+            .state_versions(tenant, name)
+            .ok()
+            .and_then(|v| v.first().map(|s| s.serial));
+    }
     let _ = p.store.run_put(&record);
     tracing::info!(run = %run_id, tenant, workspace = name, result = phase, "run ended");
 }
 
+fn jitter_of(seed: &str) -> f64 {
+    use sha2::Digest as _;
+    let d = sha2::Sha256::digest(seed.as_bytes());
+    u32::from_le_bytes([d[0], d[1], d[2], d[3]]) as f64 / (u32::MAX as f64 + 1.0)
+}
+
+fn await_approval(st: &mut WorkspaceStatus, name: &str, now: &str, generation: i64) {
+    let id = st
+        .last_plan
+        .as_ref()
+        .map(|p| p.id.clone())
+        .unwrap_or_default();
+    let msg = format!("plan {id} awaits approval: sng approve workspace {name} {id}");
+    set(
+        st,
+        AWAITING_APPROVAL,
+        true,
+        "AwaitingApproval",
+        &msg,
+        now,
+        generation,
+    );
+    set(st, READY, false, "AwaitingApproval", &msg, now, generation);
+}
+
+#[allow(clippy::too_many_arguments)]
 async fn run_inner(
     p: &Platform,
     tenant: &str,
     ws: &Workspace,
     run_id: &str,
+    operation: Operation,
     record: &mut RunRecord,
     st: &mut WorkspaceStatus,
     cancel: CancellationToken,
-) -> RunResult {
+) -> Ended {
     let name = &ws.metadata.name;
+    let mut ended = Ended {
+        result: RunResult::Succeeded,
+        reason: None,
+        operation,
+        planned_with_defaults: false,
+        has_changes: false,
+    };
+    let fail = |mut e: Ended, reason: &str, m: String| {
+        e.result = RunResult::Failed(m);
+        e.reason = Some(reason.to_string());
+        e
+    };
     let store = p.store.clone();
     let (t, w) = (tenant.to_string(), ws.clone());
     let inputs = match tokio::task::spawn_blocking(move || gather(&store, &t, &w)).await {
         Ok(Ok(i)) => i,
         Ok(Err(e)) => {
-            record.reason = Some(match e {
-                InputError::SecretNotFound(_) => "SecretNotFound".into(),
-                InputError::ParentOutputMissing { .. } => "DependencyNotReady".into(),
-                InputError::ProviderNotFound(_) => "ProviderNotFound".into(),
-                InputError::Other(_) => "RunFailed".into(),
-            });
-            return RunResult::Failed(e.to_string());
+            let reason = match e {
+                InputError::SecretNotFound(_) => "SecretNotFound",
+                InputError::ParentOutputMissing { .. } => "DependencyNotReady",
+                InputError::ProviderNotFound(_) => "ProviderNotFound",
+                InputError::Other(_) => "RunFailed",
+            };
+            return fail(ended, reason, e.to_string());
         }
-        Err(e) => return RunResult::Failed(format!("internal error: {e}")),
+        Err(e) => return fail(ended, "RunFailed", format!("internal error: {e}")),
     };
+    record.inputs_hash = Some(inputs_hash(ws, &inputs));
+    ended.planned_with_defaults = !inputs.defaults_used.is_empty();
+    let _ = p.store.run_put(record);
     // Module: resolve the tag to a digest once, and use that digest for the whole run.
     let m = &ws.spec.module;
     let reference =
         match sng_oci::ModuleRef::parse(&m.source, m.tag.as_deref(), m.digest.as_deref()) {
             Ok(r) => r,
-            Err(e) => return RunResult::Failed(e.to_string()),
+            Err(e) => return fail(ended, "ModuleUnavailable", e.to_string()),
         };
     let creds = match &inputs.registry_auth {
         Some(raw) => match sng_oci::credentials_from_dockerconfig(
@@ -299,124 +606,113 @@ async fn run_inner(
             &reference.repository,
         ) {
             Ok(c) => c,
-            Err(e) => return RunResult::Failed(format!("spec.module.pullSecretRef: {e}")),
+            Err(e) => {
+                return fail(
+                    ended,
+                    "ModuleUnavailable",
+                    format!("spec.module.pullSecretRef: {e}"),
+                )
+            }
         },
         None => None,
     };
     let digest = match p.oci.resolve(&reference, creds.as_ref()).await {
         Ok(d) => d,
-        Err(e) => return RunResult::Failed(format!("module {}: {e}", m.source)),
+        Err(e) => {
+            return fail(
+                ended,
+                "ModuleUnavailable",
+                format!("module {}: {e}", m.source),
+            )
+        }
     };
     record.module_digest = Some(digest.clone());
     let _ = p.store.run_put(record);
     let module_dir = match p.oci.fetch(&reference, &digest, creds.as_ref()).await {
         Ok(d) => d,
-        Err(e) => return RunResult::Failed(format!("module {}@{digest}: {e}", m.source)),
+        Err(e) => {
+            return fail(
+                ended,
+                "ModuleUnavailable",
+                format!("module {}@{digest}: {e}", m.source),
+            )
+        }
     };
-    let operation = if inputs.defaults_used.is_empty() {
-        Operation::Apply
-    } else {
-        Operation::Plan
+    if let Err((reason, message)) = check_module(&module_dir, ws, &inputs) {
+        return fail(ended, &reason, message);
+    }
+    let runner_op = match operation {
+        Operation::Plan => sng_runner::Operation::Plan,
+        Operation::Destroy => sng_runner::Operation::Destroy,
+        Operation::Apply | Operation::ApplyApproved if ended.planned_with_defaults => {
+            sng_runner::Operation::Plan
+        }
+        Operation::Apply | Operation::ApplyApproved => sng_runner::Operation::Apply,
     };
+    if runner_op == sng_runner::Operation::Plan {
+        ended.operation = Operation::Plan;
+    }
     let mut env = inputs.env.clone();
+    let mut secrets = inputs.secrets.clone();
     let (backend, password) = match ws.spec.backend.as_ref().and_then(|b| b.s3.as_ref()) {
-        None => {
-            let token = match p.store.run_token_create(tenant, name, run_id) {
-                Ok(t) => t,
-                Err(e) => return RunResult::Failed(format!("cannot create the run token: {e}")),
-            };
-            (
+        None => match p.store.run_token_create(tenant, name, run_id) {
+            Ok(token) => (
                 Backend::Http {
                     address: format!("{}/state/v1/{tenant}/{name}", p.state_url),
                     username: run_id.to_string(),
                 },
                 Some(token),
-            )
-        }
-        Some(s3) => match super::s3::s3_backend(&p.store, tenant, name, s3) {
-            Ok(super::s3::S3Run {
-                config,
-                env: creds_env,
-                secrets,
-            }) => {
-                env.extend(creds_env);
-                let mut all = inputs.secrets.clone();
-                all.extend(secrets);
-                return run_engine(
-                    p,
-                    tenant,
-                    ws,
-                    run_id,
-                    record,
-                    st,
-                    cancel,
-                    inputs,
-                    Backend::S3 { config },
-                    None,
-                    env,
-                    all,
-                    module_dir,
-                    operation,
-                )
-                .await;
-            }
+            ),
             Err(e) => {
-                record.reason = Some("SecretNotFound".into());
-                return RunResult::Failed(e);
+                return fail(
+                    ended,
+                    "RunFailed",
+                    format!("cannot create the run token: {e}"),
+                )
             }
         },
+        Some(s3) => match super::s3::s3_backend(&p.store, tenant, name, s3) {
+            Ok(run) => {
+                env.extend(run.env);
+                secrets.extend(run.secrets);
+                (Backend::S3 { config: run.config }, None)
+            }
+            Err(e) => return fail(ended, "SecretNotFound", e),
+        },
     };
-    let secrets = inputs.secrets.clone();
-    run_engine(
-        p, tenant, ws, run_id, record, st, cancel, inputs, backend, password, env, secrets,
-        module_dir, operation,
-    )
-    .await
-}
-
-#[allow(clippy::too_many_arguments)]
-async fn run_engine(
-    p: &Platform,
-    tenant: &str,
-    ws: &Workspace,
-    run_id: &str,
-    record: &mut RunRecord,
-    st: &mut WorkspaceStatus,
-    cancel: CancellationToken,
-    inputs: super::inputs::Inputs,
-    backend: Backend,
-    password: Option<String>,
-    env: Vec<(String, String)>,
-    secrets: Vec<String>,
-    module_dir: std::path::PathBuf,
-    operation: Operation,
-) -> RunResult {
-    let name = &ws.metadata.name;
-    let generation = ws.metadata.generation.unwrap_or(0);
-    record.state_serial_before = p
-        .store
-        .state_versions(tenant, name)
-        .ok()
-        .and_then(|v| v.first().map(|s| s.serial));
+    if backend_is_http(&backend) {
+        record.state_serial_before = p
+            .store
+            .state_versions(tenant, name)
+            .ok()
+            .and_then(|v| v.first().map(|s| s.serial));
+    }
+    let expected_plan_hash = if operation == Operation::ApplyApproved {
+        st.last_plan.as_ref().map(|p| p.hash.clone())
+    } else {
+        None
+    };
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     let input = RunInput {
         run_id: run_id.to_string(),
         tenant: tenant.to_string(),
         module_dir,
-        vars: inputs.vars,
+        vars: inputs.vars.clone(),
         env,
-        providers: inputs.providers,
-        imports: inputs.imports,
+        providers: inputs.providers.clone(),
+        imports: inputs.imports.clone(),
         backend,
         backend_password: password,
-        operation,
+        operation: runner_op,
         secrets,
         log_path: p.logs_dir.join(tenant).join(format!("{run_id}.log")),
         progress: Some(tx),
+        expected_plan_hash,
         limits: run_limits(ws),
     };
     let store = p.store.clone();
     let (t, n) = (tenant.to_string(), name.to_string());
+    let generation = ws.metadata.generation.unwrap_or(0);
     let mut live = st.clone();
     let follow = tokio::spawn(async move {
         while let Some(step) = rx.recv().await {
@@ -429,15 +725,6 @@ async fn run_engine(
                     true,
                     "Applying",
                     "the run is applying the saved plan",
-                    &now,
-                    generation,
-                );
-                set(
-                    &mut live,
-                    READY,
-                    false,
-                    "Applying",
-                    "a run is in progress",
                     &now,
                     generation,
                 );
@@ -455,6 +742,8 @@ async fn run_engine(
     if let Some(plan) = &out.plan {
         let id = plan_id(run_id, &plan.hash);
         let c = plan.counts;
+        ended.has_changes = c.has_changes();
+        let previous = st.last_plan.as_ref().map(|p| p.hash.clone());
         st.last_plan = Some(PlanSummary {
             id: id.clone(),
             at: now_rfc3339(),
@@ -465,23 +754,30 @@ async fn run_engine(
             hash: plan.hash.clone(),
         });
         record.plan = Some(
-            json!({"id": id, "add": c.add, "change": c.change, "destroy": c.destroy, "import": c.import, "hash": plan.hash}),
+            json!({"id": id, "add": c.add, "change": c.change, "destroy": c.destroy, "import": c.import, "hash": plan.hash, "approvedHash": if operation == Operation::ApplyApproved { previous } else { None }}),
         );
     }
-    if operation == Operation::Plan && out.result == RunResult::Succeeded {
-        return RunResult::Failed(format!(
-            "planned with default values for {}; waiting for the parents to publish before applying",
-            inputs.defaults_used.join(", ")
-        ));
-    }
     if let (RunResult::Succeeded, Some(outputs)) = (&out.result, &out.outputs) {
-        let store = p.store.clone();
-        let (t, w, o) = (tenant.to_string(), ws.clone(), outputs.clone());
-        match tokio::task::spawn_blocking(move || publish_outputs(&store, &t, &w, &o)).await {
-            Ok(Ok(())) => {}
-            Ok(Err(e)) => return RunResult::Failed(format!("cannot publish the outputs: {e}")),
-            Err(e) => return RunResult::Failed(format!("internal error: {e}")),
+        if operation != Operation::Destroy {
+            let store = p.store.clone();
+            let (t, w, o) = (tenant.to_string(), ws.clone(), outputs.clone());
+            match tokio::task::spawn_blocking(move || publish_outputs(&store, &t, &w, &o)).await {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => {
+                    return fail(
+                        ended,
+                        "RunFailed",
+                        format!("cannot publish the outputs: {e}"),
+                    )
+                }
+                Err(e) => return fail(ended, "RunFailed", format!("internal error: {e}")),
+            }
         }
     }
-    out.result
+    ended.result = out.result;
+    ended
+}
+
+fn backend_is_http(b: &Backend) -> bool {
+    matches!(b, Backend::Http { .. })
 }

@@ -1,0 +1,323 @@
+//! Observing a workspace for the decision: its inputs (and their hash), its parents, cycles,
+//! children, last run, approval, clock. Reads only; the decision itself is `sng_core::decide`.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use sha2::{Digest as _, Sha256};
+use sng_api::conditions::{AWAITING_APPROVAL, READY};
+use sng_api::workspace::{DependencyStatus, Workspace};
+use sng_api::{Kind, Object};
+use sng_core::dag::{self, Graph};
+use sng_core::decide::{Facts, LastRun, Operation, Parent};
+use sng_store::Store;
+
+use super::inputs::{gather, InputError, Inputs};
+
+/// The workspaces of one tenant and their graph.
+pub struct Snapshot {
+    /// By name.
+    pub workspaces: BTreeMap<String, Workspace>,
+    /// Workspace → parents.
+    pub graph: Graph,
+    /// Workspace → the members of the cycle it is in.
+    pub cycle_of: BTreeMap<String, Vec<String>>,
+}
+
+/// Parents of a workspace: `dependsOn`, `varsFrom[].workspaceOutputRef`, `imports[].idFrom.workspaceOutputRef`.
+pub fn parents_of(ws: &Workspace) -> BTreeSet<String> {
+    let s = &ws.spec;
+    s.depends_on
+        .iter()
+        .map(|r| r.name.clone())
+        .chain(
+            s.vars_from
+                .iter()
+                .filter_map(|v| v.workspace_output_ref.as_ref().map(|r| r.name.clone())),
+        )
+        .chain(s.imports.iter().filter_map(|i| {
+            i.id_from
+                .as_ref()?
+                .workspace_output_ref
+                .as_ref()
+                .map(|r| r.name.clone())
+        }))
+        .collect()
+}
+
+impl Snapshot {
+    /// Load a tenant's workspaces.
+    pub fn load(store: &Store, tenant: &str) -> Result<Snapshot, sng_store::StoreError> {
+        let mut workspaces = BTreeMap::new();
+        for o in store.list(Kind::Workspace, tenant)? {
+            if let Object::Workspace(ws) = o {
+                workspaces.insert(ws.metadata.name.clone(), ws);
+            }
+        }
+        let graph: Graph = workspaces
+            .iter()
+            .map(|(n, ws)| (n.clone(), parents_of(ws)))
+            .collect();
+        let mut cycle_of = BTreeMap::new();
+        for members in dag::cycles(&graph) {
+            for m in &members {
+                cycle_of.insert(m.clone(), members.clone());
+            }
+        }
+        Ok(Snapshot {
+            workspaces,
+            graph,
+            cycle_of,
+        })
+    }
+}
+
+/// Whether a workspace is Ready for its children: Ready True for its current generation, no run.
+pub fn is_ready(ws: &Workspace) -> bool {
+    let Some(st) = &ws.status else { return false };
+    st.active_job.is_none()
+        && st.observed_generation == ws.metadata.generation
+        && st
+            .conditions
+            .iter()
+            .any(|c| c.type_ == READY && c.status == "True")
+}
+
+/// Hash of everything a run reads: the spec, the values of referenced secrets, Providers and
+/// parents' outputs (one-way, salted with the workspace's uid).
+pub fn inputs_hash(ws: &Workspace, inputs: &Inputs) -> String {
+    let mut h = Sha256::new();
+    let mut put = |label: &str, bytes: &[u8]| {
+        h.update(label.as_bytes());
+        h.update((bytes.len() as u64).to_le_bytes());
+        h.update(bytes);
+    };
+    put(
+        "uid",
+        ws.metadata.uid.as_deref().unwrap_or_default().as_bytes(),
+    );
+    put(
+        "spec",
+        serde_json::to_string(&ws.spec)
+            .expect("spec serializes")
+            .as_bytes(),
+    );
+    put(
+        "vars",
+        serde_json::to_string(&inputs.vars)
+            .expect("json")
+            .as_bytes(),
+    );
+    let mut env = inputs.env.clone();
+    env.sort();
+    for (k, v) in &env {
+        put("env", k.as_bytes());
+        put("value", v.as_bytes());
+    }
+    for p in &inputs.providers {
+        put(
+            "provider",
+            format!(
+                "{}|{}|{:?}|{:?}|{}",
+                p.local_name,
+                p.source,
+                p.version,
+                p.alias,
+                serde_json::Value::Object(p.config.clone())
+            )
+            .as_bytes(),
+        );
+    }
+    for (to, id) in &inputs.imports {
+        put("import", to.as_bytes());
+        put("id", id.as_bytes());
+    }
+    if let Some(a) = &inputs.registry_auth {
+        put("registry", a);
+    }
+    format!("sha256:{}", hex::encode(h.finalize()))
+}
+
+/// Hash of a parent's outputs secret (what `status.dependencies[].outputsHash` shows).
+fn outputs_hash(store: &Store, tenant: &str, parent: &Workspace) -> Option<String> {
+    match store
+        .get(Kind::Secret, tenant, &parent.outputs_secret_name())
+        .ok()??
+    {
+        Object::Secret(mut s) => {
+            s.normalize();
+            let text = serde_json::to_string(&s.data).ok()?;
+            Some(format!(
+                "sha256:{}",
+                hex::encode(Sha256::digest(text.as_bytes()))
+            ))
+        }
+        _ => None,
+    }
+}
+
+/// What the decision and the loop need about one workspace.
+pub struct Observed {
+    /// Facts for `decide`.
+    pub facts: Facts,
+    /// `status.dependencies`.
+    pub dependencies: Vec<DependencyStatus>,
+}
+
+fn jitter(seed: &str, n: i64) -> f64 {
+    let d = Sha256::digest(format!("{seed}/{n}").as_bytes());
+    u32::from_le_bytes([d[0], d[1], d[2], d[3]]) as f64 / (u32::MAX as f64 + 1.0)
+}
+
+/// Observe a workspace.
+pub fn observe(
+    store: &Store,
+    tenant: &str,
+    snap: &Snapshot,
+    ws: &Workspace,
+    now: i64,
+    active: bool,
+) -> Observed {
+    let name = &ws.metadata.name;
+    let st = ws.status.clone().unwrap_or_default();
+    let spec = &ws.spec;
+    let deleting = ws
+        .metadata
+        .deletion_timestamp
+        .as_ref()
+        .map(|_| spec.deletion_policy == Some(sng_api::workspace::DeletionPolicy::Destroy));
+    let mut parents = Vec::new();
+    let mut dependencies = Vec::new();
+    let depends: BTreeSet<&str> = spec.depends_on.iter().map(|r| r.name.as_str()).collect();
+    for pname in parents_of(ws) {
+        let parent = snap.workspaces.get(&pname);
+        let ready = parent.is_some_and(is_ready);
+        let refs: Vec<_> = spec
+            .vars_from
+            .iter()
+            .filter(|v| {
+                v.workspace_output_ref
+                    .as_ref()
+                    .is_some_and(|r| r.name == pname)
+            })
+            .collect();
+        let in_imports = spec.imports.iter().any(|i| {
+            i.id_from
+                .as_ref()
+                .and_then(|f| f.workspace_output_ref.as_ref())
+                .is_some_and(|r| r.name == pname)
+        });
+        parents.push(Parent {
+            name: pname.clone(),
+            exists: parent.is_some(),
+            ready,
+            defaults_cover: !refs.is_empty()
+                && !in_imports
+                && refs.iter().all(|v| v.default_value.is_some()),
+            outputs_only: !depends.contains(pname.as_str()),
+        });
+        dependencies.push(DependencyStatus {
+            name: pname.clone(),
+            ready,
+            outputs_hash: parent.and_then(|p| outputs_hash(store, tenant, p)),
+        });
+    }
+    let children: Vec<String> = dag::children(&snap.graph, name)
+        .into_iter()
+        .filter(|c| snap.workspaces.contains_key(c))
+        .collect();
+    let (inputs, problem) = match gather(store, tenant, ws) {
+        Ok(i) => (Some(i), None),
+        Err(InputError::SecretNotFound(m)) => (None, Some(("SecretNotFound".to_string(), m))),
+        Err(InputError::ProviderNotFound(p)) => (
+            None,
+            Some((
+                "ProviderNotFound".to_string(),
+                format!("Provider `{p}` not found; create it"),
+            )),
+        ),
+        Err(InputError::ParentOutputMissing { parent, output }) => (
+            None,
+            Some((
+                "DependencyNotReady".to_string(),
+                format!("waiting for output `{output}` of workspace `{parent}`"),
+            )),
+        ),
+        Err(InputError::Other(m)) => (None, Some(("InputsUnavailable".to_string(), m))),
+    };
+    let hash = inputs
+        .as_ref()
+        .map(|i| inputs_hash(ws, i))
+        .unwrap_or_default();
+    let last = store.last_ended_run(tenant, name).ok().flatten();
+    let last_run = last.as_ref().map(|r| LastRun {
+        inputs_hash: r.inputs_hash.clone().unwrap_or_default(),
+        failed: matches!(r.phase.as_str(), "Failed" | "StateLocked")
+            || (r.phase == "Interrupted" && r.reason.as_deref() != Some("Stopped")),
+        planned_with_defaults: r.planned_with_defaults,
+        finished_at: r
+            .finished_at
+            .as_deref()
+            .and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok())
+            .map(|t| t.timestamp())
+            .unwrap_or(0),
+        operation: match r.operation.as_str() {
+            "plan" => Some(Operation::Plan),
+            "apply" => Some(Operation::Apply),
+            "apply-approved" => Some(Operation::ApplyApproved),
+            "destroy" => Some(Operation::Destroy),
+            _ => None,
+        },
+    });
+    let awaiting_true = st
+        .conditions
+        .iter()
+        .any(|c| c.type_ == AWAITING_APPROVAL && c.status == "True");
+    let awaiting = if awaiting_true {
+        last.as_ref()
+            .filter(|r| r.phase == "Succeeded" || r.phase == "Rejected")
+            .and_then(|r| r.inputs_hash.clone())
+    } else {
+        None
+    };
+    let approved = awaiting.is_some()
+        && match (store.approval(tenant, name).ok().flatten(), &st.last_plan) {
+            (Some((plan_id, _, _)), Some(plan)) => plan_id == plan.id,
+            _ => false,
+        };
+    let refresh = spec.refresh.as_ref().and_then(|r| {
+        let secs = sng_api::units::parse_go_duration(&r.interval)?.as_secs() as i64;
+        Some((secs, r.mode == Some(sng_api::workspace::RunMode::Apply)))
+    });
+    let next_refresh_at = st
+        .next_run_at
+        .as_deref()
+        .and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok())
+        .map(|t| t.timestamp());
+    let facts = Facts {
+        now,
+        active: active || st.active_job.is_some(),
+        deleting,
+        children,
+        cycle: snap.cycle_of.get(name).cloned().unwrap_or_default(),
+        suspend: spec.suspend == Some(true),
+        manual: spec.approval == Some(sng_api::workspace::Approval::Manual),
+        refresh,
+        parents,
+        inputs_problem: problem,
+        inputs_hash: hash,
+        applied_hash: st.inputs_hash.clone(),
+        failures: st.consecutive_failures.unwrap_or(0),
+        last_run,
+        awaiting,
+        approved,
+        next_refresh_at,
+        jitter: jitter(
+            ws.metadata.uid.as_deref().unwrap_or(name),
+            st.consecutive_failures.unwrap_or(0),
+        ),
+    };
+    Observed {
+        facts,
+        dependencies,
+    }
+}

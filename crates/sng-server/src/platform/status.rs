@@ -1,0 +1,64 @@
+//! Status written by the loop from what it observed: dependencies, blocking reasons, the next
+//! periodic run. Written only when something changed, never while a run owns the status.
+
+use sng_api::conditions::READY;
+use sng_api::workspace::Workspace;
+use sng_api::Kind;
+use sng_core::conditions::set;
+use sng_core::decide::Action;
+use sng_store::Store;
+
+use super::facts::Observed;
+
+fn rfc3339(t: i64) -> String {
+    chrono::DateTime::from_timestamp(t, 0)
+        .unwrap_or_default()
+        .to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+}
+
+/// Update `status` from an observation and the decision taken.
+pub fn observe_into_status(
+    store: &Store,
+    tenant: &str,
+    ws: &Workspace,
+    obs: &Observed,
+    action: &Action,
+    now: i64,
+) {
+    if obs.facts.active {
+        return;
+    }
+    let old = ws.status.clone().unwrap_or_default();
+    let mut st = old.clone();
+    let generation = ws.metadata.generation.unwrap_or(0);
+    st.dependencies = obs.dependencies.clone();
+    let now_s = rfc3339(now);
+    match action {
+        Action::Block(b) => {
+            set(
+                &mut st, READY, false, &b.reason, &b.message, &now_s, generation,
+            );
+        }
+        Action::Idle {
+            requeue_at: Some(at),
+        } if obs.facts.refresh.is_some() && st.next_run_at.is_none() => {
+            st.next_run_at = Some(rfc3339(*at));
+        }
+        _ => {}
+    }
+    if obs.facts.refresh.is_none() {
+        st.next_run_at = None;
+    }
+    if st != old {
+        let value = serde_json::to_value(&st).expect("status serializes");
+        if let Err(e) = store.update_status(
+            Kind::Workspace,
+            tenant,
+            &ws.metadata.name,
+            ws.metadata.resource_version.as_deref(),
+            &value,
+        ) {
+            tracing::debug!(tenant, workspace = %ws.metadata.name, error = %e, "status not written (changed meanwhile)");
+        }
+    }
+}
