@@ -87,7 +87,7 @@ pub struct RunConfig {
 }
 
 /// Everything one run needs.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct RunInput {
     /// Run id.
     pub run_id: String,
@@ -116,11 +116,17 @@ pub struct RunInput {
     /// For an approved apply: the hash of the approved plan. A new plan that hashes differently
     /// is not applied (`Rejected`).
     pub expected_plan_hash: Option<String>,
+    /// Where the outputs can be read after the apply without starting the engine again (the
+    /// platform-held state); `None`: `output -json`.
+    pub outputs_source: Option<OutputsSource>,
     /// `spec.resources.limits`, enforced with control groups where the machine allows it.
     pub limits: crate::limits::Limits,
     /// Told the name of each step as it starts (`init`, `plan`, `show`, `apply`, `output`).
     pub progress: Option<tokio::sync::mpsc::UnboundedSender<&'static str>>,
 }
+
+/// Reads the outputs (`{name: {value, type, sensitive}}`) once the apply is done.
+pub type OutputsSource = std::sync::Arc<dyn Fn() -> Option<Value> + Send + Sync>;
 
 /// A summarised plan.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -438,6 +444,13 @@ async fn run_in(
             return RunResult::StateLocked(failure_message("apply", &apply));
         }
         return RunResult::Failed(failure_message("apply", &apply));
+    }
+    if let Some(read) = &input.outputs_source {
+        // The state the engine just wrote holds the outputs: no fifth engine process.
+        let outputs = read().unwrap_or_else(|| Value::Object(Map::new()));
+        out.sensitive = sensitive_output_values(&outputs);
+        out.outputs = Some(outputs);
+        return RunResult::Succeeded;
     }
     let output = run!("output", args(&["output", "-json", "-no-color"]), true);
     if output.code != Some(0) {

@@ -62,6 +62,7 @@ fn input(dir: &Path, module_dir: PathBuf, run_id: &str, op: Operation) -> RunInp
         progress: None,
         limits: Default::default(),
         expected_plan_hash: None,
+        outputs_source: None,
     }
 }
 

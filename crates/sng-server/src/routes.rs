@@ -147,9 +147,16 @@ fn list_body(items: Vec<Value>) -> Value {
 }
 
 #[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
 struct GetQuery {
     #[serde(default)]
     reveal: bool,
+    /// Long poll: answer once the object's resourceVersion differs from this one.
+    #[serde(default)]
+    changed_from: Option<String>,
+    /// Longest wait of a long poll, in seconds (default 30, at most 300).
+    #[serde(default)]
+    timeout_seconds: Option<u64>,
 }
 
 async fn list_tenants(State(st): State<AppState>, caller: Caller) -> Result<Json<Value>, ApiError> {
@@ -343,11 +350,27 @@ async fn get_one(
     if kind == Kind::Tenant {
         caller.scope(&name)?;
     }
-    let n = name.clone();
-    let obj = blocking(&st, move |s| s.get(kind, &tenant, &n))
-        .await?
-        .ok_or_else(|| ApiError::not_found(format!("{kind} `{name}` not found")))?;
-    Ok(Json(render(obj, q.reveal)))
+    let mut changes = st.store.subscribe();
+    let deadline = tokio::time::Instant::now()
+        + std::time::Duration::from_secs(q.timeout_seconds.unwrap_or(30).min(300));
+    loop {
+        changes.borrow_and_update();
+        let (t, n) = (tenant.clone(), name.clone());
+        let obj = blocking(&st, move |s| s.get(kind, &t, &n))
+            .await?
+            .ok_or_else(|| ApiError::not_found(format!("{kind} `{name}` not found")))?;
+        let unchanged = q.changed_from.is_some() && obj.meta().resource_version == q.changed_from;
+        if !unchanged {
+            return Ok(Json(render(obj, q.reveal)));
+        }
+        // Wait for the next committed write (or the deadline), then look again.
+        if tokio::time::timeout_at(deadline, changes.changed())
+            .await
+            .is_err()
+        {
+            return Ok(Json(render(obj, q.reveal)));
+        }
+    }
 }
 
 async fn delete_one(

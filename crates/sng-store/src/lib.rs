@@ -30,6 +30,8 @@ pub type Result<T, E = StoreError> = std::result::Result<T, E>;
 pub struct Store {
     conn: Mutex<Connection>,
     cipher: Cipher,
+    /// The revision of the last committed object write, for watchers.
+    changes: tokio::sync::watch::Sender<i64>,
 }
 
 impl Store {
@@ -55,9 +57,19 @@ impl Store {
         let store = Store {
             conn: Mutex::new(conn),
             cipher: Cipher::new(key),
+            changes: tokio::sync::watch::Sender::new(0),
         };
         store.ensure_default_tenant()?;
         Ok(store)
+    }
+
+    /// Be told of every committed object write (the new revision).
+    pub fn subscribe(&self) -> tokio::sync::watch::Receiver<i64> {
+        self.changes.subscribe()
+    }
+
+    pub(crate) fn changed(&self, revision: i64) {
+        self.changes.send_replace(revision);
     }
 
     fn conn(&self) -> MutexGuard<'_, Connection> {

@@ -203,7 +203,11 @@ impl Store {
         if dry_run {
             tx.rollback()?;
         } else {
+            let rv: i64 =
+                tx.query_row("SELECT value FROM revision WHERE id = 1", [], |r| r.get(0))?;
             tx.commit()?;
+            drop(conn);
+            self.changed(rv);
         }
         Ok(out)
     }
@@ -250,8 +254,10 @@ impl Store {
             "DELETE FROM objects WHERE tenant = ?1 AND kind = ?2 AND name = ?3",
             params![scope(kind, tenant), kind.as_str(), name],
         )?;
-        next_revision(&tx)?;
+        let rv = next_revision(&tx)?;
         tx.commit()?;
+        drop(conn);
+        self.changed(rv);
         Ok(obj)
     }
 
@@ -283,6 +289,8 @@ impl Store {
             .ok_or_else(|| StoreError::not_found(kind.as_str(), name))?;
         let obj = to_object(kind, tenant, name.to_string(), row)?;
         tx.commit()?;
+        drop(conn);
+        self.changed(rv);
         Ok(obj)
     }
 
@@ -303,6 +311,14 @@ impl Store {
             .ok_or_else(|| StoreError::not_found(kind.as_str(), name))?;
         let obj = to_object(kind, tenant, name.to_string(), row)?;
         tx.commit()?;
+        drop(conn);
+        self.changed(
+            obj.meta()
+                .resource_version
+                .as_deref()
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(0),
+        );
         Ok(obj)
     }
 

@@ -36,8 +36,17 @@ pub fn wait(
     };
     let path = format!("/tenants/{tenant}/{}/{name}", kind.plural());
     let start = Instant::now();
+    let mut version: Option<String> = None;
     loop {
-        let obj = client.get(&path)?;
+        // Long poll: the server answers as soon as the object changes.
+        let obj = match &version {
+            Some(v) => client.get(&format!("{path}?changedFrom={v}&timeoutSeconds=10"))?,
+            None => client.get(&path)?,
+        };
+        version = obj
+            .pointer("/metadata/resourceVersion")
+            .and_then(Value::as_str)
+            .map(str::to_string);
         let generation = obj.pointer("/metadata/generation").and_then(Value::as_i64);
         let observed = obj
             .pointer("/status/observedGeneration")
@@ -69,7 +78,6 @@ pub fn wait(
                 "timed out waiting for condition {type_}={status} on {name}"
             )));
         }
-        std::thread::sleep(Duration::from_millis(200));
     }
 }
 

@@ -680,7 +680,8 @@ async fn run_inner(
             Err(e) => return fail(ended, "SecretNotFound", e),
         },
     };
-    if backend_is_http(&backend) {
+    let http_state = backend_is_http(&backend);
+    if http_state {
         record.state_serial_before = p
             .store
             .state_versions(tenant, name)
@@ -709,6 +710,14 @@ async fn run_inner(
         progress: Some(tx),
         expected_plan_hash,
         limits: run_limits(ws),
+        outputs_source: http_state.then(|| {
+            let (store, t, n) = (p.store.clone(), tenant.to_string(), name.to_string());
+            std::sync::Arc::new(move || {
+                let body = store.state_get(&t, &n).ok()??;
+                let state: Value = serde_json::from_slice(&body).ok()?;
+                Some(state.get("outputs").cloned().unwrap_or_else(|| json!({})))
+            }) as sng_runner::OutputsSource
+        }),
     };
     let store = p.store.clone();
     let (t, n) = (tenant.to_string(), name.to_string());
