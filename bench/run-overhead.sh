@@ -262,8 +262,9 @@ assert run["phase"] == "Succeeded", run
 assert run["plan"]["add"] == 20, run["plan"]
 steps = dict(run["steps"])
 names = ["init", "plan", "show", "apply", "output"]
-assert sorted(steps) == sorted(names), steps
-print(f"{series}\t{it}\t{total}\t" + ",".join(str(steps[n]) for n in names))
+# sng reads the outputs from the state it holds: no `output` engine process (0 ms).
+assert set(steps) <= set(names) and {"init", "plan", "show", "apply"} <= set(steps), steps
+print(f"{series}\t{it}\t{total}\t" + ",".join(str(steps.get(n, 0)) for n in names))
 EOF
 }
 
