@@ -256,6 +256,7 @@ fn start_platform(
         slots: tokio::sync::Semaphore::new(slots),
         active: Default::default(),
         cancelled_by_user: Default::default(),
+        stats: Default::default(),
     });
     let cut = platform.recover()?;
     if cut > 0 {

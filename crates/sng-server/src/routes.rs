@@ -30,6 +30,7 @@ pub struct AppState {
 pub fn router(state: AppState) -> Router {
     Router::new()
         .route("/healthz", get(|| async { "ok" }))
+        .route("/api/v1/stats", get(stats))
         .route("/api/v1/tenants", get(list_tenants).post(create_tenant))
         .route(
             "/api/v1/tenants/{tenant}",
@@ -43,6 +44,10 @@ pub fn router(state: AppState) -> Router {
         .route(
             "/api/v1/tenants/{tenant}/workspaces/{name}/state",
             get(state_versions),
+        )
+        .route(
+            "/api/v1/tenants/{tenant}/workspaces/{name}/refresh",
+            post(refresh_now),
         )
         .route(
             "/api/v1/tenants/{tenant}/workspaces/{name}/approve",
@@ -546,4 +551,55 @@ async fn cancel_run(
         )));
     }
     Ok(Json(json!({"workspace": name, "cancelled": true})))
+}
+
+/// Make the periodic refresh due now (`refresh` must be set): a drift check on demand.
+async fn refresh_now(
+    State(st): State<AppState>,
+    caller: Caller,
+    Path((tenant, name)): Path<(String, String)>,
+) -> Result<Json<Value>, ApiError> {
+    caller.scope(&tenant)?;
+    let n = name.clone();
+    blocking(&st, move |s| {
+        let Some(Object::Workspace(ws)) = s.get(Kind::Workspace, &tenant, &n)? else {
+            return Err(StoreError::not_found("Workspace", &n));
+        };
+        if ws.spec.refresh.is_none() {
+            return Err(StoreError::Invalid(format!(
+                "Workspace `{n}` has no spec.refresh; set one to detect drift"
+            )));
+        }
+        let mut status = ws.status.unwrap_or_default();
+        status.next_run_at = Some(sng_store::now_rfc3339());
+        s.update_status(
+            Kind::Workspace,
+            &tenant,
+            &n,
+            None,
+            &serde_json::to_value(&status).expect("json"),
+        )?;
+        Ok(())
+    })
+    .await?;
+    if let Some(p) = &st.platform {
+        p.wake.notify_one();
+    }
+    Ok(Json(json!({"workspace": name, "refresh": "due now"})))
+}
+
+/// Counters of the reconciler (platform admin).
+async fn stats(State(st): State<AppState>, caller: Caller) -> Result<Json<Value>, ApiError> {
+    caller.platform_admin("reading the platform's counters")?;
+    use std::sync::atomic::Ordering::Relaxed;
+    Ok(Json(match &st.platform {
+        Some(p) => json!({
+            "reconcilePasses": p.stats.passes.load(Relaxed),
+            "runsStarted": p.stats.runs_started.load(Relaxed),
+            "runsActive": p.running(),
+        }),
+        None => {
+            json!({"reconcilePasses": 0, "runsStarted": 0, "runsActive": 0, "engine": "unavailable"})
+        }
+    }))
 }

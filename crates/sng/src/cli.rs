@@ -76,6 +76,13 @@ pub enum Command {
         /// The plan id, as shown in `status.lastPlan.id`.
         plan_id: String,
     },
+    /// Run the periodic refresh (drift detection) of a workspace now.
+    Refresh {
+        /// Kind (workspace).
+        kind: String,
+        /// Name.
+        name: String,
+    },
     /// Cancel the active run of a workspace (the engine is interrupted cleanly).
     Cancel {
         /// Kind (workspace).
@@ -335,6 +342,9 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
             &condition,
             timeout,
         ),
+        Command::Refresh { kind, name } => {
+            crate::wait::refresh(&Client::new(&g)?, &g.tenant, parse_kind(&kind)?, &name)
+        }
         Command::Approve {
             kind,
             name,

@@ -229,3 +229,13 @@ pub fn watch(
         std::thread::sleep(Duration::from_millis(500));
     }
 }
+
+pub fn refresh(client: &Client, tenant: &str, kind: Kind, name: &str) -> Result<(), CliError> {
+    workspace_only(kind)?;
+    client.post(
+        &format!("/tenants/{tenant}/workspaces/{name}/refresh"),
+        &serde_json::json!({}),
+    )?;
+    println!("workspace/{name} refresh due now");
+    Ok(())
+}

@@ -42,6 +42,17 @@ pub struct Platform {
     pub active: Mutex<HashMap<(String, String), CancellationToken>>,
     /// Runs cancelled by a user (recorded Interrupted, not re-run until inputs change).
     pub cancelled_by_user: Mutex<std::collections::HashSet<(String, String)>>,
+    /// Counters for `/api/v1/stats`: reconcile passes, runs started.
+    pub stats: Stats,
+}
+
+/// Counters of the platform.
+#[derive(Debug, Default)]
+pub struct Stats {
+    /// Reconcile passes done since start.
+    pub passes: std::sync::atomic::AtomicU64,
+    /// Runs started since start.
+    pub runs_started: std::sync::atomic::AtomicU64,
 }
 
 /// A run to start.
@@ -184,6 +195,10 @@ impl Platform {
 pub async fn reconcile_loop(platform: Arc<Platform>, stop: CancellationToken) {
     loop {
         let (due, next) = tokio::task::block_in_place(|| platform.reconcile_once());
+        platform
+            .stats
+            .passes
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         for d in due {
             let key = (d.tenant.clone(), d.name.clone());
             let token = {
@@ -202,6 +217,9 @@ pub async fn reconcile_loop(platform: Arc<Platform>, stop: CancellationToken) {
                     _ = token.cancelled() => None,
                 };
                 if permit.is_some() {
+                    p.stats
+                        .runs_started
+                        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                     run_workspace(&p, &d.tenant, &d.name, d.operation, d.trigger, token).await;
                 }
                 p.active.lock().expect("lock").remove(&key);
