@@ -1,6 +1,7 @@
 //! The platform side of the server: the reconcile loop (observe → `decide` → act), runs bounded
 //! by a global limit and dispatched fairly between tenants, and recovery of runs cut by a crash.
 
+mod checks;
 mod facts;
 mod inputs;
 mod s3;

@@ -16,7 +16,7 @@ use sng_store::{now_rfc3339, RunRecord, Store};
 use tokio_util::sync::CancellationToken;
 
 use super::facts::inputs_hash;
-use super::inputs::{gather, InputError, Inputs};
+use super::inputs::{gather, InputError};
 use super::Platform;
 
 /// Label put on the outputs secret: the workspace that publishes it.
@@ -134,67 +134,6 @@ fn publish_outputs(
         .apply(tenant, vec![Object::Secret(secret)], false)
         .map(|_| ())
         .map_err(|e| e.to_string())
-}
-
-/// Normalized provider source: `hashicorp/aws` ≡ `registry.terraform.io/hashicorp/aws` ≡ `registry.opentofu.org/hashicorp/aws`.
-pub fn normalize_source(source: &str) -> String {
-    let s = source.to_ascii_lowercase();
-    let parts: Vec<&str> = s.split('/').collect();
-    match parts.as_slice() {
-        [ns, t] => format!("{ns}/{t}"),
-        [host, ns, t] if *host == "registry.terraform.io" || *host == "registry.opentofu.org" => {
-            format!("{ns}/{t}")
-        }
-        _ => s,
-    }
-}
-
-/// Checks of the module before any engine run: import targets exist, Providers match `required_providers`.
-fn check_module(
-    module_dir: &std::path::Path,
-    ws: &Workspace,
-    inputs: &Inputs,
-) -> Result<(), (String, String)> {
-    let info = sng_runner::module::inspect(module_dir)
-        .map_err(|e| ("ModuleInvalid".to_string(), e.to_string()))?;
-    for (i, imp) in ws.spec.imports.iter().enumerate() {
-        // `aws_s3_bucket.assets["logs"]` → `aws_s3_bucket.assets`; `module.net.x.y` → `module.net`.
-        let bare: String = imp.to.split('[').next().unwrap_or_default().to_string();
-        let parts: Vec<&str> = bare.split('.').collect();
-        let key = if parts.first() == Some(&"module") {
-            parts.iter().take(2).cloned().collect::<Vec<_>>().join(".")
-        } else {
-            parts.iter().take(2).cloned().collect::<Vec<_>>().join(".")
-        };
-        if !info.resources.contains(&key) {
-            return Err((
-                "ImportTargetMissing".into(),
-                format!(
-                    "spec.imports[{i}].to: `{}` does not exist in the module (resources: {})",
-                    imp.to,
-                    info.resources
-                        .iter()
-                        .cloned()
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ),
-            ));
-        }
-    }
-    for p in &inputs.providers {
-        let required = info
-            .required_providers
-            .get(&p.local_name)
-            .cloned()
-            .unwrap_or_else(|| format!("hashicorp/{}", p.local_name));
-        if !required.is_empty() && normalize_source(&required) != normalize_source(&p.source) {
-            return Err((
-                "ProviderMismatch".into(),
-                format!("Provider source `{}` does not match the module's required_providers `{}` = `{required}`; fix the Provider's source", p.source, p.local_name),
-            ));
-        }
-    }
-    Ok(())
 }
 
 /// How the run ended, for the status.
@@ -638,7 +577,7 @@ async fn run_inner(
             )
         }
     };
-    if let Err((reason, message)) = check_module(&module_dir, ws, &inputs) {
+    if let Err((reason, message)) = super::checks::check_module(&module_dir, ws, &inputs) {
         return fail(ended, &reason, message);
     }
     let runner_op = match operation {
