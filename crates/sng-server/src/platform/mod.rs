@@ -118,8 +118,11 @@ impl Platform {
                 }
             };
             for (name, ws) in &snap.workspaces {
-                let active = self.is_active(&tenant, name);
-                let observed = facts::observe(&self.store, &tenant, &snap, ws, now, active);
+                // A workspace with a run in progress has nothing to decide: skip the observation.
+                if self.is_active(&tenant, name) || ws.status.as_ref().is_some_and(|s| s.active_job.is_some()) {
+                    continue;
+                }
+                let observed = facts::observe(&self.store, &tenant, &snap, ws, now, false);
                 let action = decide(&observed.facts);
                 status::observe_into_status(&self.store, &tenant, ws, &observed, &action, now);
                 match action {
