@@ -17,7 +17,7 @@ use sng_api::Kind;
 use sng_core::decide::{decide, Action, Operation, Trigger};
 use sng_runner::RunConfig;
 use sng_store::Store;
-use tokio::sync::{Notify, Semaphore};
+use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 pub use facts::{parents_of, Snapshot};
@@ -38,7 +38,9 @@ pub struct Platform {
     /// Wakes the loop (an object changed).
     pub wake: Notify,
     /// Global run slots.
-    pub slots: Semaphore,
+    pub slots: usize,
+    /// Runs waiting for a slot, per tenant, served in turn.
+    pub queue: Mutex<RunQueue>,
     /// Cancellation of active runs, by (tenant, workspace).
     pub active: Mutex<HashMap<(String, String), CancellationToken>>,
     /// Runs cancelled by a user (recorded Interrupted, not re-run until inputs change).
@@ -56,8 +58,56 @@ pub struct Stats {
     pub runs_started: std::sync::atomic::AtomicU64,
 }
 
+/// Runs waiting for a slot. A slot goes to the next tenant in turn that has a waiting run, so a
+/// tenant with hundreds of queued runs delays another tenant's run by at most one slot.
+#[derive(Default)]
+pub struct RunQueue {
+    by_tenant: BTreeMap<String, VecDeque<(Due, CancellationToken)>>,
+    last_tenant: Option<String>,
+    running: usize,
+}
+
+impl RunQueue {
+    fn push(&mut self, due: Due, token: CancellationToken) {
+        self.by_tenant
+            .entry(due.tenant.clone())
+            .or_default()
+            .push_back((due, token));
+    }
+
+    /// The next run, from the first tenant after the last served one that has a waiting run.
+    fn pop(&mut self) -> Option<(Due, CancellationToken)> {
+        let tenant = {
+            let after = self.last_tenant.as_deref();
+            let next = self
+                .by_tenant
+                .keys()
+                .find(|t| after.is_none_or(|a| t.as_str() > a))
+                .or_else(|| self.by_tenant.keys().next());
+            next?.clone()
+        };
+        let queue = self.by_tenant.get_mut(&tenant)?;
+        let item = queue.pop_front();
+        if queue.is_empty() {
+            self.by_tenant.remove(&tenant);
+        }
+        self.last_tenant = Some(tenant);
+        item
+    }
+
+    /// Waiting runs.
+    pub fn len(&self) -> usize {
+        self.by_tenant.values().map(VecDeque::len).sum()
+    }
+
+    /// Whether nothing waits.
+    pub fn is_empty(&self) -> bool {
+        self.by_tenant.is_empty()
+    }
+}
+
 /// A run to start.
-struct Due {
+pub struct Due {
     tenant: String,
     name: String,
     operation: Operation,
@@ -99,7 +149,7 @@ impl Platform {
     /// deletions. Returns the runs to start and the earliest time something is due again.
     fn reconcile_once(&self) -> (Vec<Due>, Option<i64>) {
         let now = unix_now();
-        let mut due: BTreeMap<String, VecDeque<Due>> = BTreeMap::new();
+        let mut due: Vec<Due> = Vec::new();
         let mut next: Option<i64> = None;
         let tenants = match self.store.list(Kind::Tenant, "") {
             Ok(t) => t,
@@ -119,7 +169,9 @@ impl Platform {
             };
             for (name, ws) in &snap.workspaces {
                 // A workspace with a run in progress has nothing to decide: skip the observation.
-                if self.is_active(&tenant, name) || ws.status.as_ref().is_some_and(|s| s.active_job.is_some()) {
+                if self.is_active(&tenant, name)
+                    || ws.status.as_ref().is_some_and(|s| s.active_job.is_some())
+                {
                     continue;
                 }
                 let observed = facts::observe(&self.store, &tenant, &snap, ws, now, false);
@@ -133,7 +185,7 @@ impl Platform {
                     }
                     Action::Block(_) => {}
                     Action::Run { operation, trigger } => {
-                        due.entry(tenant.clone()).or_default().push_back(Due {
+                        due.push(Due {
                             tenant: tenant.clone(),
                             name: name.clone(),
                             operation,
@@ -150,17 +202,7 @@ impl Platform {
                 }
             }
         }
-        // Fair between tenants: one run of each tenant in turn.
-        let mut ordered = Vec::new();
-        while !due.is_empty() {
-            due.retain(|_, q| {
-                if let Some(d) = q.pop_front() {
-                    ordered.push(d);
-                }
-                !q.is_empty()
-            });
-        }
-        (ordered, next)
+        (due, next)
     }
 
     /// Cancel the active run of a workspace, if any.
@@ -188,9 +230,41 @@ impl Platform {
         }
     }
 
-    /// Number of runs in progress.
+    /// Number of runs in progress (not counting those waiting for a slot).
     pub fn running(&self) -> usize {
-        self.active.lock().expect("lock").len()
+        self.queue.lock().expect("lock").running
+    }
+}
+
+/// Start queued runs while slots are free, tenants in turn.
+fn dispatch(platform: &Arc<Platform>) {
+    loop {
+        let next = {
+            let mut q = platform.queue.lock().expect("lock");
+            if q.running >= platform.slots {
+                return;
+            }
+            let Some(item) = q.pop() else { return };
+            q.running += 1;
+            item
+        };
+        let (d, token) = next;
+        let p = platform.clone();
+        tokio::spawn(async move {
+            if !token.is_cancelled() {
+                p.stats
+                    .runs_started
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                run_workspace(&p, &d.tenant, &d.name, d.operation, d.trigger, token).await;
+            }
+            p.active
+                .lock()
+                .expect("lock")
+                .remove(&(d.tenant.clone(), d.name.clone()));
+            p.queue.lock().expect("lock").running -= 1;
+            dispatch(&p);
+            p.wake.notify_one();
+        });
     }
 }
 
@@ -205,31 +279,16 @@ pub async fn reconcile_loop(platform: Arc<Platform>, stop: CancellationToken) {
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         for d in due {
             let key = (d.tenant.clone(), d.name.clone());
-            let token = {
-                let mut active = platform.active.lock().expect("lock");
-                if active.contains_key(&key) {
-                    continue;
-                }
-                let token = stop.child_token();
-                active.insert(key.clone(), token.clone());
-                token
-            };
-            let p = platform.clone();
-            tokio::spawn(async move {
-                let permit = tokio::select! {
-                    p = p.slots.acquire() => p.ok(),
-                    _ = token.cancelled() => None,
-                };
-                if permit.is_some() {
-                    p.stats
-                        .runs_started
-                        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    run_workspace(&p, &d.tenant, &d.name, d.operation, d.trigger, token).await;
-                }
-                p.active.lock().expect("lock").remove(&key);
-                p.wake.notify_one();
-            });
+            let mut active = platform.active.lock().expect("lock");
+            if active.contains_key(&key) {
+                continue;
+            }
+            let token = stop.child_token();
+            active.insert(key, token.clone());
+            drop(active);
+            platform.queue.lock().expect("lock").push(d, token);
         }
+        dispatch(&platform);
         let now = unix_now();
         let wait = next.map_or(30, |n| (n - now).clamp(1, 30)) as u64;
         tokio::select! {
@@ -237,5 +296,38 @@ pub async fn reconcile_loop(platform: Arc<Platform>, stop: CancellationToken) {
             _ = tokio::time::sleep(Duration::from_secs(wait)) => {}
             _ = stop.cancelled() => break,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn due(tenant: &str, name: &str) -> Due {
+        Due {
+            tenant: tenant.into(),
+            name: name.into(),
+            operation: Operation::Apply,
+            trigger: Trigger::Created,
+        }
+    }
+
+    #[test]
+    fn tenants_are_served_in_turn() {
+        let mut q = RunQueue::default();
+        for i in 0..500 {
+            q.push(due("big", &format!("w{i}")), CancellationToken::new());
+        }
+        assert_eq!(q.pop().unwrap().0.name, "w0");
+        q.push(due("small", "only"), CancellationToken::new());
+        q.push(due("another", "one"), CancellationToken::new());
+        let order: Vec<String> = (0..4)
+            .map(|_| {
+                let (d, _) = q.pop().unwrap();
+                format!("{}/{}", d.tenant, d.name)
+            })
+            .collect();
+        assert_eq!(order, ["small/only", "another/one", "big/w1", "big/w2"]);
+        assert_eq!(q.len(), 497);
     }
 }
