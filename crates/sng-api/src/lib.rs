@@ -4,6 +4,7 @@
 
 pub mod conditions;
 pub mod error;
+pub mod governance;
 pub mod meta;
 pub mod object;
 pub mod provider;
@@ -15,6 +16,7 @@ pub mod validate;
 pub mod workspace;
 
 pub use error::{FieldError, ObjectError, ParseError};
+pub use governance::{Policy, Webhook};
 pub use meta::{LocalRef, ObjectMeta, CORE_VERSION, GROUP_VERSION};
 pub use object::{decode, decode_all, parse_documents, Kind, Object};
 pub use provider::Provider;

@@ -8,6 +8,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::error::{FieldError, ObjectError, ParseError};
+use crate::governance::{Policy, Webhook};
 use crate::meta::{ObjectMeta, CORE_VERSION, GROUP_VERSION};
 use crate::provider::Provider;
 use crate::secret::Secret;
@@ -26,11 +27,22 @@ pub enum Kind {
     Secret,
     /// An isolated instance (cluster-scoped).
     Tenant,
+    /// Rego rules evaluated before apply.
+    Policy,
+    /// Signed event delivery.
+    Webhook,
 }
 
 impl Kind {
     /// Every kind.
-    pub const ALL: [Kind; 4] = [Kind::Workspace, Kind::Provider, Kind::Secret, Kind::Tenant];
+    pub const ALL: [Kind; 6] = [
+        Kind::Workspace,
+        Kind::Provider,
+        Kind::Secret,
+        Kind::Tenant,
+        Kind::Policy,
+        Kind::Webhook,
+    ];
 
     /// The kind from a user's word: case-insensitive, singular, plural or short name.
     pub fn parse(word: &str) -> Option<Kind> {
@@ -49,6 +61,8 @@ impl Kind {
             Kind::Provider => "Provider",
             Kind::Secret => "Secret",
             Kind::Tenant => "Tenant",
+            Kind::Policy => "Policy",
+            Kind::Webhook => "Webhook",
         }
     }
 
@@ -59,6 +73,8 @@ impl Kind {
             Kind::Provider => "providers",
             Kind::Secret => "secrets",
             Kind::Tenant => "tenants",
+            Kind::Policy => "policies",
+            Kind::Webhook => "webhooks",
         }
     }
 
@@ -69,6 +85,8 @@ impl Kind {
             Kind::Provider => &["pv"],
             Kind::Secret => &[],
             Kind::Tenant => &[],
+            Kind::Policy => &["pol"],
+            Kind::Webhook => &["wh"],
         }
     }
 
@@ -110,6 +128,10 @@ pub enum Object {
     Secret(Secret),
     /// A Tenant.
     Tenant(Tenant),
+    /// A Policy.
+    Policy(Policy),
+    /// A Webhook.
+    Webhook(Webhook),
 }
 
 impl Object {
@@ -120,6 +142,8 @@ impl Object {
             Object::Provider(_) => Kind::Provider,
             Object::Secret(_) => Kind::Secret,
             Object::Tenant(_) => Kind::Tenant,
+            Object::Policy(_) => Kind::Policy,
+            Object::Webhook(_) => Kind::Webhook,
         }
     }
 
@@ -130,6 +154,8 @@ impl Object {
             Object::Provider(o) => &o.metadata,
             Object::Secret(o) => &o.metadata,
             Object::Tenant(o) => &o.metadata,
+            Object::Policy(o) => &o.metadata,
+            Object::Webhook(o) => &o.metadata,
         }
     }
 
@@ -140,6 +166,8 @@ impl Object {
             Object::Provider(o) => &mut o.metadata,
             Object::Secret(o) => &mut o.metadata,
             Object::Tenant(o) => &mut o.metadata,
+            Object::Policy(o) => &mut o.metadata,
+            Object::Webhook(o) => &mut o.metadata,
         }
     }
 
@@ -155,6 +183,8 @@ impl Object {
             Object::Workspace(o) => serde_json::to_value(&o.spec),
             Object::Provider(o) => serde_json::to_value(&o.spec),
             Object::Tenant(o) => serde_json::to_value(&o.spec),
+            Object::Policy(o) => serde_json::to_value(&o.spec),
+            Object::Webhook(o) => serde_json::to_value(&o.spec),
             Object::Secret(o) => {
                 let mut s = o.clone();
                 s.normalize();
@@ -182,6 +212,8 @@ impl Object {
             Object::Provider(o) => serde_json::to_value(o),
             Object::Secret(o) => serde_json::to_value(o),
             Object::Tenant(o) => serde_json::to_value(o),
+            Object::Policy(o) => serde_json::to_value(o),
+            Object::Webhook(o) => serde_json::to_value(o),
         }
         .expect("API types serialize")
     }
@@ -197,7 +229,7 @@ impl Object {
                 o.normalize();
                 o.status = None;
             }
-            Object::Provider(_) | Object::Tenant(_) => {}
+            Object::Provider(_) | Object::Tenant(_) | Object::Policy(_) | Object::Webhook(_) => {}
         }
     }
 
@@ -292,6 +324,8 @@ fn typed(kind: Kind, doc: Value) -> Result<Object, FieldError> {
         Kind::Provider => Object::Provider(typed_as(doc)?),
         Kind::Secret => Object::Secret(typed_as(doc)?),
         Kind::Tenant => Object::Tenant(typed_as(doc)?),
+        Kind::Policy => Object::Policy(typed_as(doc)?),
+        Kind::Webhook => Object::Webhook(typed_as(doc)?),
     })
 }
 
@@ -367,6 +401,8 @@ pub fn validate_object(obj: &Object) -> Vec<FieldError> {
         Object::Provider(o) => validate::validate_provider(o),
         Object::Secret(o) => validate::validate_secret(o),
         Object::Tenant(o) => validate::validate_tenant(o),
+        Object::Policy(o) => crate::governance::validate_policy(o),
+        Object::Webhook(o) => crate::governance::validate_webhook(o),
     }
 }
 

@@ -11,6 +11,8 @@ pub fn schema_of(kind: Kind) -> Value {
         Kind::Provider => schemars::schema_for!(crate::provider::Provider),
         Kind::Secret => schemars::schema_for!(crate::secret::Secret),
         Kind::Tenant => schemars::schema_for!(crate::tenant::Tenant),
+        Kind::Policy => schemars::schema_for!(crate::governance::Policy),
+        Kind::Webhook => schemars::schema_for!(crate::governance::Webhook),
     };
     let mut value = serde_json::to_value(schema).expect("schema serializes");
     if let Some(props) = value.get_mut("properties").and_then(Value::as_object_mut) {

@@ -132,7 +132,7 @@ impl Caller {
 fn kind_of(word: &str) -> Result<Kind, ApiError> {
     Kind::parse(word).ok_or_else(|| {
         ApiError::not_found(format!(
-            "unknown kind `{word}`; expected one of workspaces, providers, secrets, tenants"
+            "unknown kind `{word}`; expected one of workspaces, providers, secrets, tenants, policies, webhooks"
         ))
     })
 }

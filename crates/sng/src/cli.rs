@@ -283,7 +283,7 @@ impl CliError {
 pub fn parse_kind(word: &str) -> Result<Kind, CliError> {
     Kind::parse(word).ok_or_else(|| {
         CliError::Usage(format!(
-            "unknown kind `{word}`\nhint: one of workspace, provider, secret, tenant (singular, plural or short name)"
+            "unknown kind `{word}`\nhint: one of workspace, provider, secret, tenant, policy, webhook (singular, plural or short name)"
         ))
     })
 }

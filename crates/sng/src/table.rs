@@ -157,6 +157,27 @@ fn row(kind: Kind, v: &Value, wide: bool, now: DateTime<Utc>) -> Vec<String> {
             }
             r
         }
+        Kind::Policy => {
+            let scope = v
+                .pointer("/spec/workspaces")
+                .and_then(Value::as_array)
+                .map(|w| {
+                    w.iter()
+                        .filter_map(Value::as_str)
+                        .collect::<Vec<_>>()
+                        .join(",")
+                })
+                .unwrap_or_else(|| "*".into());
+            vec![name, s(str_at(v, &["spec", "enforcement"])), scope, age]
+        }
+        Kind::Webhook => {
+            let events = v
+                .pointer("/spec/events")
+                .and_then(Value::as_array)
+                .map(|e| e.len().to_string())
+                .unwrap_or_else(|| "all".into());
+            vec![name, s(str_at(v, &["spec", "url"])), events, age]
+        }
     }
 }
 
@@ -169,6 +190,8 @@ fn header(kind: Kind, wide: bool) -> Vec<&'static str> {
         Kind::Provider => (&["NAME", "SOURCE", "VERSION", "AGE"], &["ALIAS"]),
         Kind::Secret => (&["NAME", "TYPE", "DATA", "AGE"], &[]),
         Kind::Tenant => (&["NAME", "PRODUCTION", "AGE"], &["DISPLAY NAME"]),
+        Kind::Policy => (&["NAME", "ENFORCEMENT", "WORKSPACES", "AGE"], &[]),
+        Kind::Webhook => (&["NAME", "URL", "EVENTS", "AGE"], &[]),
     };
     let mut h = base.to_vec();
     if wide {

@@ -1,0 +1,629 @@
+#!/usr/bin/env bash
+# Reconciler at scale (issue 4, "Benchmark"): a restart with many Ready workspaces, and a burst of
+# new workspaces on the default run limit.
+#
+#   1. Restart. One server on a fresh data dir gets BENCH_RESTART_N (default 1000) workspaces of a
+#      small module (examples/modules/pet: one terraform_data), applied as multi-document files of
+#      100, and is waited on until all are Ready (that creation is reported too). The server is
+#      stopped with SIGTERM and started again on the same data dir. Measured:
+#      (a) from the start of the new process until GET /healthz answers, and until
+#          `sng kind get workspaces -o json` has returned the list of all N (target < 2 s);
+#      (b) engine runs started after the restart, from GET /api/v1/stats (admin token):
+#          runsStarted, runsActive, reconcilePasses (target zero runs); the runs table of the
+#          store is counted as well (still exactly N runs, all Succeeded);
+#      (c) CPU time of the server process (utime+stime from /proc/PID/stat)
+#          over BENCH_IDLE_SECONDS (default 60) of idleness starting once the list answered,
+#          sampled every second (target near zero).
+#   2. Burst. A fresh server with the default --max-concurrent-runs (the number of cores) and a
+#      warm module cache (one discarded workspace first) gets BENCH_BURST_N (default 200) new
+#      workspaces of the same module in one multi-document `sng apply`; time from just before
+#      `sng apply` until all are Ready (the list API polled every 250 ms). The reference is the
+#      bare engine: BENCH_BARE_N (default 10) runs of the same module by hand, one at a time
+#      (init, plan -out, show -json, apply, output -json, local backend, as bench/run-overhead.sh),
+#      median × BURST_N / nproc. Target: burst total ≤ 1.2× that.
+#      For the analysis: the same BURST_N bare runs by hand with nproc in parallel (what the engine
+#      alone achieves on this machine; BENCH_BARE_PARALLEL=0 skips it), the server's own CPU time
+#      and reconcile passes during the burst, and the engine steps sng recorded for each run.
+#
+# Timing: wall clock, bash's EPOCHREALTIME (no fork inside the measured interval) and python3's
+# time.time() (the same clock) in the pollers. Readiness of the registry and the servers is polled
+# on a condition, never assumed after a sleep.
+#
+# Environment: BENCH_RESTART_N (default 1000), BENCH_BURST_N (default 200), BENCH_BARE_N (default
+# 10), BENCH_IDLE_SECONDS (default 60), BENCH_BARE_PARALLEL (1/0, default 1), BENCH_RESTART=0 or
+# BENCH_BURST=0 to skip a part, SNG_BIN (skip the build), SNG_ENGINE (default .tools/bin/tofu),
+# SNG_DOCKER_REGISTRY (default /usr/bin/docker-registry), BENCH_SNG_LOG (server log filter,
+# default info), BENCH_KEEP=1 keeps the temporary directory (data dirs and server logs).
+#
+# Prints a Markdown report on stdout; progress goes to stderr.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+cd "$ROOT"
+
+RESTART_N=${BENCH_RESTART_N:-1000}
+BURST_N=${BENCH_BURST_N:-200}
+BARE_N=${BENCH_BARE_N:-10}
+IDLE=${BENCH_IDLE_SECONDS:-60}
+BARE_PARALLEL=${BENCH_BARE_PARALLEL:-1}
+DO_RESTART=${BENCH_RESTART:-1}
+DO_BURST=${BENCH_BURST:-1}
+SERVER_LOG_FILTER=${BENCH_SNG_LOG:-info}
+ENGINE=${SNG_ENGINE:-$ROOT/.tools/bin/tofu}
+REGISTRY_BIN=${SNG_DOCKER_REGISTRY:-/usr/bin/docker-registry}
+MODULE=$ROOT/examples/modules/pet
+BATCH=100
+CORES=$(nproc)
+CLK_TCK=$(getconf CLK_TCK)
+
+say() { echo "bench: $*" >&2; }
+die() { echo "bench: error: $*" >&2; exit 1; }
+
+for v in RESTART_N BURST_N BARE_N IDLE; do
+  [[ ${!v} =~ ^[1-9][0-9]*$ ]] || die "$v must be a positive integer"
+done
+[ -x "$ENGINE" ] || die "no engine at $ENGINE (run \`make setup\`)"
+[ -x "$REGISTRY_BIN" ] || die "no docker-registry at $REGISTRY_BIN (Debian package docker-registry)"
+for tool in python3 curl; do command -v "$tool" >/dev/null || die "$tool is needed"; done
+ENGINE=$(readlink -f "$ENGINE")
+
+if [ -n "${SNG_BIN:-}" ]; then
+  SNG=$SNG_BIN
+  SNG_DESC="prebuilt SNG_BIN"
+else
+  say "cargo build --release --bin sng"
+  cargo build --release --bin sng >&2
+  SNG=$ROOT/target/release/sng
+  SNG_DESC="built from $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo '?')$(git -C "$ROOT" diff --quiet HEAD -- crates 2>/dev/null || echo '+uncommitted changes')"
+fi
+[ -x "$SNG" ] || die "no sng binary at $SNG"
+
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/sng-bench-rb.XXXXXX")
+# Results: KEY<TAB>VALUE lines, read by the report at the end.
+RESULTS=$WORK/results.tsv
+: >"$RESULTS"
+REGISTRY_PID=
+SERVER_PID=
+SERVER_DIR=
+
+put() { printf '%s\t%s\n' "$1" "$2" >>"$RESULTS"; }
+
+stop_server() {
+  if [ -n "$SERVER_PID" ]; then
+    kill -TERM "$SERVER_PID" 2>/dev/null || true
+    wait "$SERVER_PID" 2>/dev/null || true
+    SERVER_PID=
+  fi
+}
+
+BARE_PIDS=()
+cleanup() {
+  local p
+  for p in "${BARE_PIDS[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
+  stop_server
+  if [ -n "$REGISTRY_PID" ]; then
+    kill -TERM "$REGISTRY_PID" 2>/dev/null || true
+    wait "$REGISTRY_PID" 2>/dev/null || true
+  fi
+  if [ "${BENCH_KEEP:-0}" = 1 ]; then say "kept $WORK"; else rm -rf "$WORK"; fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+now_ns() { date +%s%N; }
+# Timestamps in microseconds into a variable: EPOCHREALTIME when there (no fork), else date.
+stamp() {
+  if [ -n "${EPOCHREALTIME:-}" ]; then
+    printf -v "$1" '%s' "${EPOCHREALTIME//[.,]/}"
+  else
+    printf -v "$1" '%s' "$(($(date +%s%N) / 1000))"
+  fi
+}
+# elapsed_ms START_US VAR: milliseconds since START_US, into VAR.
+elapsed_ms() {
+  local _now
+  stamp _now
+  printf -v "$2" '%s' "$(((_now - $1) / 1000))"
+}
+
+free_port() {
+  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+# poll_until SECONDS PID CMD…: run CMD every 20 ms until it succeeds; fail when PID dies or time is up.
+poll_until() {
+  local deadline=$(($(now_ns) + $1 * 1000000000)) pid=$2
+  shift 2
+  until "$@" >/dev/null 2>&1; do
+    kill -0 "$pid" 2>/dev/null || return 1
+    [ "$(now_ns)" -lt "$deadline" ] || return 1
+    sleep 0.02
+  done
+}
+
+# cpu_ticks PID VAR: utime+stime of the process (all its threads), in clock ticks, into VAR. No fork.
+# (Its children's times are not used: the engines run under bwrap, whose inner processes are not
+# accounted to the server's cutime.)
+cpu_ticks() {
+  local line rest
+  read -r line <"/proc/$1/stat" || return 1
+  rest=${line##*) } # after "(comm) ": field 3 (state) onwards
+  local -a f
+  read -r -a f <<<"$rest"
+  # f[0] is field 3, so field N is f[N-3]: utime 14, stime 15.
+  printf -v "$2" '%s' "$((f[11] + f[12]))"
+}
+
+# machine_ticks VAR: busy and total CPU ticks of the whole machine (first line of /proc/stat) into
+# VAR_busy and VAR_total. No fork.
+machine_ticks() {
+  local cpu user nice system idle iowait irq softirq steal rest
+  read -r cpu user nice system idle iowait irq softirq steal rest </proc/stat
+  printf -v "$1_busy" '%s' "$((user + nice + system + irq + softirq + steal))"
+  printf -v "$1_total" '%s' "$((user + nice + system + idle + iowait + irq + softirq + steal))"
+}
+
+# --- registry ---------------------------------------------------------------------------------
+registry_up() { [ "$(curl -s -o /dev/null -w '%{http_code}' "http://$REGISTRY/v2/")" = 200 ]; }
+
+start_registry() {
+  mkdir -p "$WORK/registry/data"
+  local try
+  for try in 1 2 3 4 5; do
+    REGISTRY=127.0.0.1:$(free_port)
+    cat >"$WORK/registry/config.yml" <<EOF
+version: 0.1
+log: { level: warn, accesslog: { disabled: true } }
+storage: { filesystem: { rootdirectory: "$WORK/registry/data" } }
+http: { addr: $REGISTRY }
+EOF
+    "$REGISTRY_BIN" serve "$WORK/registry/config.yml" >"$WORK/registry/log" 2>&1 &
+    REGISTRY_PID=$!
+    if poll_until 30 "$REGISTRY_PID" registry_up; then return 0; fi
+    kill -TERM "$REGISTRY_PID" 2>/dev/null || true
+    wait "$REGISTRY_PID" 2>/dev/null || true
+    REGISTRY_PID=
+  done
+  cat "$WORK/registry/log" >&2
+  die "docker-registry did not start"
+}
+
+# --- server -----------------------------------------------------------------------------------
+server_up() {
+  [ -s "$SERVER_DIR/server.url" ] && curl -sf -o /dev/null "$(cat "$SERVER_DIR/server.url")/healthz"
+}
+
+# launch_server DIR LOG: start a server on DIR (new or existing) in the background, log appended
+# to LOG; sets SERVER_PID and SERVER_DIR, does not wait.
+launch_server() {
+  SERVER_DIR=$1
+  mkdir -p "$SERVER_DIR"
+  SNG_LOG=$SERVER_LOG_FILTER "$SNG" server --data-dir "$SERVER_DIR" --listen 127.0.0.1:0 \
+    --engine "$ENGINE" --insecure-registry "$REGISTRY" >>"$2" 2>&1 &
+  SERVER_PID=$!
+}
+
+# use_server: export the client settings of the server in SERVER_DIR.
+use_server() {
+  export SNG_SERVER SNG_TOKEN
+  SNG_SERVER=$(cat "$SERVER_DIR/server.url")
+  SNG_TOKEN=$(cat "$SERVER_DIR/admin.token")
+  export SNG_TENANT=default
+}
+
+# start_server DIR LOG: launch and wait until it answers.
+start_server() {
+  launch_server "$1" "$2"
+  poll_until 60 "$SERVER_PID" server_up || { cat "$2" >&2; die "sng server did not start"; }
+  use_server
+}
+
+# stats KEY_PREFIX: record reconcilePasses, runsStarted, runsActive of /api/v1/stats.
+stats() {
+  local body
+  body=$(curl -sf -H "Authorization: Bearer $SNG_TOKEN" "$SNG_SERVER/api/v1/stats") ||
+    die "GET /api/v1/stats failed"
+  python3 - "$1" "$body" >>"$RESULTS" <<'EOF'
+import json, sys
+prefix, s = sys.argv[1], json.loads(sys.argv[2])
+for k in ("reconcilePasses", "runsStarted", "runsActive"):
+    print(f"{prefix}.{k}\t{s[k]}")
+EOF
+}
+get() { awk -F'\t' -v k="$1" '$1 == k { v = $2 } END { print v }' "$RESULTS"; }
+
+# wait_ready PREFIX COUNT T0_US POLL_S TIMEOUT_S: poll the list API until COUNT workspaces named
+# PREFIX* are Ready for their current generation with no run; print the ms since T0_US and the
+# number of polls. Fails on a Failed workspace or a timeout.
+wait_ready() {
+  python3 - "$@" <<'EOF'
+import http.client, json, os, sys, time, urllib.parse
+prefix, count, t0, poll, timeout = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]) / 1e6, float(sys.argv[4]), float(sys.argv[5])
+url = urllib.parse.urlparse(os.environ["SNG_SERVER"])
+headers = {"Authorization": "Bearer " + os.environ["SNG_TOKEN"]}
+conn = http.client.HTTPConnection(url.hostname, url.port, timeout=120)
+polls, last_report = 0, 0.0
+while True:
+    conn.request("GET", "/api/v1/tenants/default/workspaces", headers=headers)
+    items = json.loads(conn.getresponse().read())["items"]
+    polls += 1
+    ready = failed = 0
+    for ws in items:
+        if not ws["metadata"]["name"].startswith(prefix):
+            continue
+        st = ws.get("status") or {}
+        conds = {c["type"]: c for c in st.get("conditions") or []}
+        current = st.get("observedGeneration") == ws["metadata"].get("generation")
+        if current and not st.get("activeJob") and conds.get("Ready", {}).get("status") == "True":
+            ready += 1
+        elif current and conds.get("Failed", {}).get("status") == "True":
+            failed += 1
+            print(f"bench: {ws['metadata']['name']} failed: {conds['Failed'].get('message')}", file=sys.stderr)
+    now = time.time()
+    if ready >= count:
+        print(round((now - t0) * 1000), polls)
+        break
+    if failed:
+        sys.exit(1)
+    if now - t0 > timeout:
+        print(f"bench: timed out with {ready}/{count} Ready", file=sys.stderr)
+        sys.exit(1)
+    if now - last_report > 10:
+        print(f"bench:   {ready}/{count} Ready after {now - t0:.0f} s", file=sys.stderr)
+        last_report = now
+    time.sleep(poll)
+EOF
+}
+
+# workspaces PREFIX FROM TO: a multi-document file of workspaces PREFIX-FROM … PREFIX-TO.
+workspaces() {
+  local i
+  for i in $(seq "$2" "$3"); do
+    cat <<EOF
+---
+apiVersion: tofu.stackngo.io/v1alpha1
+kind: Workspace
+metadata:
+  name: $1-$i
+spec:
+  module:
+    source: oci://$REGISTRY/bench/pet
+    tag: "1.0.0"
+EOF
+  done
+}
+
+# store_runs DATA_DIR PREFIX KEY: count the runs of PREFIX* workspaces in the store (read-only),
+# by phase, and the engine step sums; recorded under KEY.
+store_runs() {
+  python3 - "$1/sng.db" "$2" "$3" >>"$RESULTS" <<'EOF'
+import json, sqlite3, sys, statistics
+db, prefix, key = sys.argv[1:4]
+c = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+rows = [json.loads(r[0]) for r in c.execute("SELECT record FROM runs WHERE workspace LIKE ?", (prefix + "%",))]
+phases = {}
+for r in rows:
+    phases[r["phase"]] = phases.get(r["phase"], 0) + 1
+print(f"{key}.runs\t{len(rows)}")
+print(f"{key}.phases\t" + ",".join(f"{k}={v}" for k, v in sorted(phases.items())))
+steps = [sum(ms for _, ms in r.get("steps", [])) for r in rows if r["phase"] == "Succeeded"]
+if steps:
+    print(f"{key}.engine_sum_ms\t{sum(steps)}")
+    print(f"{key}.engine_median_ms\t{statistics.median(steps):.0f}")
+    for name in ("init", "plan", "show", "apply"):
+        v = [dict(r.get("steps", [])).get(name, 0) for r in rows if r["phase"] == "Succeeded"]
+        print(f"{key}.step_{name}_median_ms\t{statistics.median(v):.0f}")
+EOF
+}
+
+# --- bare engine --------------------------------------------------------------------------------
+# bare_run DIR: the engine by hand in a fresh copy of the module, local backend; prints the ms of
+# init,plan,show,apply,output on one line.
+bare_run() {
+  local root=$1 dir=$1/work log=$1/engine.log t s ms1 out=
+  mkdir -p "$root"
+  cp -r "$MODULE" "$dir"
+  printf 'provider_installation {\n  direct {}\n}\n' >"$root/cli.tfrc"
+  (
+    cd "$dir"
+    export CHECKPOINT_DISABLE=1 TF_IN_AUTOMATION=1 TF_CLI_CONFIG_FILE="$root/cli.tfrc"
+    for s in init plan show apply output; do
+      stamp t
+      case $s in
+        init) "$ENGINE" init -input=false >>"$log" 2>&1 ;;
+        plan) "$ENGINE" plan -input=false -out=p >>"$log" 2>&1 ;;
+        show) "$ENGINE" show -json p >/dev/null 2>>"$log" ;;
+        apply) "$ENGINE" apply -input=false p >>"$log" 2>&1 ;;
+        output) "$ENGINE" output -json >/dev/null 2>>"$log" ;;
+      esac || { cat "$log" >&2; exit 1; }
+      elapsed_ms "$t" ms1
+      out+="$ms1,"
+    done
+    echo "${out%,}"
+  ) || return 1
+  grep -q "Resources: 1 added" "$log" || { cat "$log" >&2; return 1; }
+  rm -rf "$root"
+}
+
+# =================================================================================================
+say "registry"
+start_registry
+"$SNG" module push "$MODULE" "oci://$REGISTRY/bench/pet" --tag 1.0.0 --insecure >/dev/null
+put engine "$("$ENGINE" version 2>/dev/null | head -1 || true)"
+put load_before "$(cut -d' ' -f1-3 /proc/loadavg)"
+
+say "warm-up of the engine (not counted)"
+bare_run "$WORK/bare-warmup" >/dev/null || die "bare warm-up run failed"
+
+# --- 1. restart ---------------------------------------------------------------------------------
+if [ "$DO_RESTART" = 1 ]; then
+  D=$WORK/restart
+  LOG=$WORK/restart.log
+  say "restart: server 1 on a fresh data dir, $RESTART_N workspaces in files of $BATCH"
+  start_server "$D" "$LOG"
+  files=()
+  for from in $(seq 1 "$BATCH" "$RESTART_N"); do
+    to=$((from + BATCH - 1))
+    [ "$to" -le "$RESTART_N" ] || to=$RESTART_N
+    workspaces ws "$from" "$to" >"$WORK/batch-$from.yaml"
+    files+=("$WORK/batch-$from.yaml")
+  done
+  cpu_ticks "$SERVER_PID" c0
+  machine_ticks m0
+  stamp t0
+  for f in "${files[@]}"; do "$SNG" apply -f "$f" >/dev/null; done
+  elapsed_ms "$t0" apply_ms
+  read -r create_ms _ < <(wait_ready ws- "$RESTART_N" "$t0" 2 $((600 + RESTART_N * 3))) ||
+    die "the $RESTART_N workspaces did not become Ready (log: $LOG)"
+  cpu_ticks "$SERVER_PID" c1
+  machine_ticks m1
+  put create.apply_ms "$apply_ms"
+  put create.total_ms "$create_ms"
+  put create.server_cpu_ms "$(((c1 - c0) * 1000 / CLK_TCK))"
+  put create.machine_busy_pct "$(((m1_busy - m0_busy) * 100 / (m1_total - m0_total)))"
+  stats create
+  say "  $RESTART_N Ready in $((create_ms / 1000)) s; stopping with SIGTERM"
+  stamp t0
+  stop_server
+  elapsed_ms "$t0" stop_ms
+  put stop_ms "$stop_ms"
+  [ ! -e "$D/server.url" ] || die "server.url still there after the stop"
+
+  say "restart: server 2 on the same data dir"
+  echo "----- restart -----" >>"$LOG"
+  stamp t0
+  launch_server "$D" "$LOG"
+  # (a) /healthz, then the list of all workspaces. Polled every 5 ms on the files, by curl on the port.
+  until [ -s "$D/server.url" ] && curl -sf -o /dev/null "$(<"$D/server.url")/healthz" 2>/dev/null; do
+    kill -0 "$SERVER_PID" 2>/dev/null || { cat "$LOG" >&2; die "server 2 died"; }
+    sleep 0.005
+  done
+  elapsed_ms "$t0" health_ms
+  use_server
+  stamp t1
+  "$SNG" kind get workspaces -o json >"$WORK/list.json"
+  elapsed_ms "$t0" api_ms
+  elapsed_ms "$t1" list_ms
+  cpu_ticks "$SERVER_PID" s0
+  stamp idle0
+  put restart.health_ms "$health_ms"
+  put restart.api_ms "$api_ms"
+  put restart.list_ms "$list_ms"
+  put restart.startup_cpu_ms "$((s0 * 1000 / CLK_TCK))"
+  python3 - "$WORK/list.json" "$RESTART_N" >>"$RESULTS" <<'EOF' || die "the list after the restart is not complete"
+import json, sys
+items = json.load(open(sys.argv[1]))
+items = items["items"] if isinstance(items, dict) else items
+n = int(sys.argv[2])
+ready = sum(1 for ws in items if any(c["type"] == "Ready" and c["status"] == "True"
+                                     for c in (ws.get("status") or {}).get("conditions") or []))
+print(f"restart.listed\t{len(items)}")
+print(f"restart.listed_ready\t{ready}")
+assert len(items) == n and ready == n, (len(items), ready)
+EOF
+  stats restart.at_api
+  say "  API answered after $api_ms ms (/healthz after $health_ms ms); idle for $IDLE s"
+  # (c) idle: CPU every second.
+  samples=()
+  prev=$s0
+  for i in $(seq 1 "$IDLE"); do
+    sleep 1
+    cpu_ticks "$SERVER_PID" s || die "server 2 died"
+    samples+=("$((s - prev))")
+    prev=$s
+  done
+  cpu_ticks "$SERVER_PID" s1
+  elapsed_ms "$idle0" idle_ms
+  put idle.ms "$idle_ms"
+  put idle.cpu_ms "$(((s1 - s0) * 1000 / CLK_TCK))"
+  put idle.ticks_per_second "$(IFS=,; echo "${samples[*]}")"
+  put idle.clk_tck "$CLK_TCK"
+  put idle.rss_kb "$(awk '/^VmRSS/ { print $2 }' "/proc/$SERVER_PID/status")"
+  stats restart.after_idle
+  store_runs "$D" ws- restart.store
+  put restart.log_runs_started_after "$(sed -n '/^----- restart -----$/,$p' "$LOG" | grep -c 'run started' || true)"
+  stop_server
+  [ "${BENCH_KEEP:-0}" = 1 ] || rm -rf "$D"
+fi
+
+# --- 2. burst -----------------------------------------------------------------------------------
+if [ "$DO_BURST" = 1 ]; then
+  say "burst: bare engine, $BARE_N runs one at a time"
+  : >"$WORK/bare.txt"
+  for i in $(seq 1 "$BARE_N"); do
+    bare_run "$WORK/bare-$i" >>"$WORK/bare.txt" || die "bare run $i failed"
+  done
+  put bare.samples "$(paste -sd';' "$WORK/bare.txt")"
+
+  if [ "$BARE_PARALLEL" = 1 ]; then
+    say "burst: bare engine, $BURST_N runs, $CORES at a time (control)"
+    stamp t0
+    BARE_PIDS=()
+    for w in $(seq 0 $((CORES - 1))); do
+      (
+        for i in $(seq "$w" "$CORES" $((BURST_N - 1))); do
+          bare_run "$WORK/par-$i" >/dev/null || exit 1
+        done
+      ) &
+      BARE_PIDS+=($!)
+    done
+    for p in "${BARE_PIDS[@]}"; do wait "$p" || die "a parallel bare run failed"; done
+    BARE_PIDS=()
+    elapsed_ms "$t0" par_ms
+    put bare_parallel.total_ms "$par_ms"
+  fi
+
+  D=$WORK/burst
+  LOG=$WORK/burst.log
+  say "burst: fresh server (default --max-concurrent-runs), warm-up workspace (not counted)"
+  start_server "$D" "$LOG"
+  workspaces warm 0 0 >"$WORK/warm.yaml"
+  stamp t0
+  "$SNG" apply -f "$WORK/warm.yaml" >/dev/null
+  wait_ready warm- 1 "$t0" 0.05 300 >/dev/null || die "warm-up failed (log: $LOG)"
+  workspaces burst 1 "$BURST_N" >"$WORK/burst.yaml"
+  stats burst.before
+  say "burst: $BURST_N workspaces in one apply"
+  cpu_ticks "$SERVER_PID" c0
+  machine_ticks m0
+  stamp t0
+  "$SNG" apply -f "$WORK/burst.yaml" >/dev/null
+  elapsed_ms "$t0" apply_ms
+  read -r burst_ms polls < <(wait_ready burst- "$BURST_N" "$t0" 0.25 $((300 + BURST_N * 10))) ||
+    die "the burst did not become Ready (log: $LOG)"
+  cpu_ticks "$SERVER_PID" c1
+  machine_ticks m1
+  put burst.apply_ms "$apply_ms"
+  put burst.total_ms "$burst_ms"
+  put burst.polls "$polls"
+  put burst.server_cpu_ms "$(((c1 - c0) * 1000 / CLK_TCK))"
+  put burst.machine_busy_pct "$(((m1_busy - m0_busy) * 100 / (m1_total - m0_total)))"
+  put burst.t0_us "$t0"
+  stats burst.after
+  store_runs "$D" burst- burst.store
+  # Per-run wall time from the server log (run started … run ended), and when runs started.
+  python3 - "$LOG" "$t0" >>"$RESULTS" <<'EOF'
+import re, sys, datetime, statistics
+log, t0 = sys.argv[1], int(sys.argv[2]) / 1e6
+ansi = re.compile(r"\x1b\[[0-9;]*m")
+start, end = {}, {}
+for line in open(log, errors="replace"):
+    line = ansi.sub("", line)
+    m = re.match(r"(\S+Z)\s+\w+\s.*?run(?:=| = )(run-[0-9a-f]+)", line)
+    if not m or "burst-" not in line and "run ended" not in line:
+        continue
+    t = datetime.datetime.fromisoformat(m.group(1).replace("Z", "+00:00")).timestamp()
+    if "run started" in line and "burst-" in line:
+        start[m.group(2)] = t
+    elif "run ended" in line:
+        end[m.group(2)] = t
+runs = [(start[r], end[r]) for r in start if r in end]
+if runs:
+    d = [e - s for s, e in runs]
+    print(f"burst.log_runs\t{len(runs)}")
+    print(f"burst.run_wall_sum_ms\t{sum(d) * 1000:.0f}")
+    print(f"burst.run_wall_median_ms\t{statistics.median(d) * 1000:.0f}")
+    print(f"burst.first_start_ms\t{(min(s for s, _ in runs) - t0) * 1000:.0f}")
+    print(f"burst.last_start_ms\t{(max(s for s, _ in runs) - t0) * 1000:.0f}")
+    print(f"burst.last_end_ms\t{(max(e for _, e in runs) - t0) * 1000:.0f}")
+EOF
+  stop_server
+fi
+put load_after "$(cut -d' ' -f1-3 /proc/loadavg)"
+
+# --- report -------------------------------------------------------------------------------------
+python3 - "$RESULTS" "$("$SNG" --version 2>/dev/null || echo sng)" "$SNG_DESC" "$RESTART_N" "$BURST_N" \
+  "$BARE_N" "$CORES" "$DO_RESTART" "$DO_BURST" <<'EOF'
+import datetime, os, statistics, sys
+path, sng_version, commit = sys.argv[1:4]
+restart_n, burst_n, bare_n, cores = (int(x) for x in sys.argv[4:8])
+do_restart, do_burst = sys.argv[8] == "1", sys.argv[9] == "1"
+r = {}
+for line in open(path):
+    k, v = line.rstrip("\n").split("\t", 1)
+    r[k] = v
+def i(k):
+    return int(float(r[k]))
+def verdict(ok):
+    return "met" if ok else "**missed**"
+cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
+mem = next((int(l.split()[1]) for l in open("/proc/meminfo") if l.startswith("MemTotal")), 0)
+print(f"Machine: {os.cpu_count()} CPUs (`nproc` = {cores}), {cpu}, {mem / 2**20:.0f} GiB RAM; "
+      f"{datetime.datetime.now().astimezone():%Y-%m-%d %H:%M %Z}; engine {r['engine']}; {sng_version} ({commit}).")
+print(f"Load average (1, 5, 15 min) before: {r['load_before']}; after: {r['load_after']}.")
+print()
+targets = []
+if do_restart:
+    n = restart_n
+    print(f"#### Restart with {n} Ready workspaces")
+    print()
+    print("| measure | value |")
+    print("|---|---:|")
+    print(f"| creation: {n} workspaces applied in files of 100, until all Ready | {i('create.total_ms') / 1000:.1f} s "
+          f"(apply {i('create.apply_ms')} ms; {r['create.reconcilePasses']} reconcile passes; server CPU "
+          f"{i('create.server_cpu_ms') / 1000:.1f} s; machine {r['create.machine_busy_pct']} % busy) |")
+    print(f"| SIGTERM until the process exited | {r['stop_ms']} ms |")
+    print(f"| (a) process start → `GET /healthz` answers | {r['restart.health_ms']} ms |")
+    print(f"| (a) process start → `sng kind get workspaces -o json` returned all {n} | {r['restart.api_ms']} ms "
+          f"(the list itself {r['restart.list_ms']} ms) |")
+    print(f"| server CPU from process start to that answer | {i('restart.startup_cpu_ms')} ms |")
+    print(f"| (b) `runsStarted` / `runsActive` at the answer | {r['restart.at_api.runsStarted']} / {r['restart.at_api.runsActive']} |")
+    print(f"| (b) `runsStarted` / `runsActive` after the idle minute | {r['restart.after_idle.runsStarted']} / {r['restart.after_idle.runsActive']} |")
+    print(f"| (b) `run started` lines in the server log after the restart | {r['restart.log_runs_started_after']} |")
+    print(f"| (b) runs in the store after the idle minute | {r['restart.store.runs']} ({r['restart.store.phases']}) |")
+    print(f"| `reconcilePasses` at the answer → after the idle minute | {r['restart.at_api.reconcilePasses']} → {r['restart.after_idle.reconcilePasses']} |")
+    idle_s = i("idle.ms") / 1000
+    cpu_ms = i("idle.cpu_ms")
+    tck = int(r["idle.clk_tck"])
+    per_s = [int(x) * 1000 // tck for x in r["idle.ticks_per_second"].split(",") if x]
+    busy = [f"{k + 1} s: {v} ms" for k, v in enumerate(per_s) if v]
+    print(f"| (c) server CPU over {idle_s:.1f} s idle after the answer | {cpu_ms / 1000:.2f} s = "
+          f"{cpu_ms / 10 / idle_s:.2f} % of one core |")
+    print(f"| (c) seconds of that minute with CPU (ms of CPU in that second) | {', '.join(busy) or 'none'} |")
+    print(f"| server RSS after the idle minute | {i('idle.rss_kb') / 1024:.0f} MiB |")
+    print()
+    runs_after = i("restart.after_idle.runsStarted")
+    targets.append(("restart: API answering < 2 s", f"{i('restart.api_ms')} ms (healthz {r['restart.health_ms']} ms)",
+                    verdict(i("restart.api_ms") < 2000)))
+    targets.append(("restart: zero engine runs", f"{runs_after} started; store {r['restart.store.runs']} runs for {n} workspaces",
+                    verdict(runs_after == 0 and i("restart.store.runs") == n)))
+    targets.append(("restart: idle CPU near zero over a minute", f"{cpu_ms / 1000:.2f} s CPU = {cpu_ms / 10 / idle_s:.2f} % of a core",
+                    verdict(cpu_ms / 10 / idle_s < 1.0)))
+if do_burst:
+    samples = [[int(x) for x in s.split(",")] for s in r["bare.samples"].split(";")]
+    totals = [sum(s) for s in samples]
+    med = statistics.median(totals)
+    ref = med * burst_n / cores
+    total = i("burst.total_ms")
+    print(f"#### Burst of {burst_n} new workspaces, `--max-concurrent-runs` = {cores} (default)")
+    print()
+    print("| measure | value |")
+    print("|---|---:|")
+    steps = ["init", "plan", "show", "apply", "output"]
+    print(f"| bare engine, one run by hand (median of {len(totals)}; min {min(totals)}) | {med:.0f} ms "
+          f"({', '.join(f'{n} {statistics.median(s[k] for s in samples):.0f}' for k, n in enumerate(steps))}) |")
+    print(f"| reference: median × {burst_n} / {cores} cores | {ref / 1000:.1f} s |")
+    if "bare_parallel.total_ms" in r:
+        p = i("bare_parallel.total_ms")
+        print(f"| control: {burst_n} bare runs by hand, {cores} at a time | {p / 1000:.1f} s ({p / ref:.2f}× the reference) |")
+    print(f"| **sng: `sng apply` of {burst_n} → all Ready** | **{total / 1000:.1f} s ({total / ref:.2f}× the reference)** |")
+    print(f"| of which `sng apply` returned after | {r['burst.apply_ms']} ms |")
+    if "burst.first_start_ms" in r:
+        print(f"| first run started / last run started / last run ended (server log) | {i('burst.first_start_ms') / 1000:.1f} s / "
+              f"{i('burst.last_start_ms') / 1000:.1f} s / {i('burst.last_end_ms') / 1000:.1f} s |")
+        print(f"| run wall time in sng (started → ended), median; sum / {cores} | {r['burst.run_wall_median_ms']} ms; "
+              f"{i('burst.run_wall_sum_ms') / cores / 1000:.1f} s |")
+    print(f"| engine steps sng recorded per run, median (init, plan, show, apply) | {r['burst.store.engine_median_ms']} ms "
+          f"({r['burst.store.step_init_median_ms']}, {r['burst.store.step_plan_median_ms']}, {r['burst.store.step_show_median_ms']}, {r['burst.store.step_apply_median_ms']}) |")
+    print(f"| runs in the store | {r['burst.store.runs']} ({r['burst.store.phases']}) |")
+    print(f"| reconcile passes during the burst | {i('burst.after.reconcilePasses') - i('burst.before.reconcilePasses')} |")
+    print(f"| CPU of the server process itself during the burst; whole machine busy | {i('burst.server_cpu_ms') / 1000:.1f} s; {r['burst.machine_busy_pct']} % |")
+    print()
+    targets.append((f"burst: total ≤ 1.2× (bare median × {burst_n} / cores)", f"{total / 1000:.1f} s vs {ref / 1000:.1f} s = {total / ref:.2f}×",
+                    verdict(total <= 1.2 * ref)))
+print("| target | measured | verdict |")
+print("|---|---|---|")
+for t in targets:
+    print("| " + " | ".join(t) + " |")
+EOF

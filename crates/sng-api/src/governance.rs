@@ -1,0 +1,152 @@
+//! The governance kinds: `Policy` (Rego, evaluated before apply) and `Webhook` (signed event
+//! delivery), and the closed list of event types.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::meta::ObjectMeta;
+use crate::workspace::SecretKeyRef;
+
+/// Every event type the platform emits. Anything else is rejected, never mapped to a default.
+pub const EVENT_TYPES: &[&str] = &[
+    "run.created",
+    "run.planning",
+    "run.planned",
+    "run.awaiting_approval",
+    "run.approved",
+    "run.policy_checked",
+    "run.applying",
+    "run.completed",
+    "run.errored",
+    "run.rejected",
+    "run.interrupted",
+    "workspace.ready",
+    "workspace.failed",
+    "workspace.drifted",
+    "workspace.deleted",
+];
+
+/// Policy: Rego rules evaluated before every apply of the selected workspaces.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Policy {
+    /// `tofu.stackngo.io/v1alpha1`.
+    pub api_version: String,
+    /// `Policy`.
+    pub kind: String,
+    /// Only `metadata.name` is to be set.
+    pub metadata: ObjectMeta,
+    /// The rules and where they apply.
+    pub spec: PolicySpec,
+}
+
+/// How a policy's result is enforced.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Enforcement {
+    /// Recorded; never blocks.
+    Advisory,
+    /// A deny stops the run before apply (`PolicyDenied`).
+    Mandatory,
+}
+
+/// PolicySpec.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PolicySpec {
+    /// `advisory` or `mandatory`.
+    pub enforcement: Enforcement,
+    /// A Rego module; its `deny` set holds the messages. Input: `input.plan` (sensitive values
+    /// removed), `input.run`, `input.workspace`.
+    pub rego: String,
+    /// Names of the workspaces it applies to; absent = all of the tenant.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workspaces: Option<Vec<String>>,
+}
+
+/// Webhook: events delivered to a URL, signed with HMAC-SHA256.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Webhook {
+    /// `tofu.stackngo.io/v1alpha1`.
+    pub api_version: String,
+    /// `Webhook`.
+    pub kind: String,
+    /// Only `metadata.name` is to be set.
+    pub metadata: ObjectMeta,
+    /// Where and what.
+    pub spec: WebhookSpec,
+}
+
+/// WebhookSpec.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct WebhookSpec {
+    /// `http://` or `https://` URL receiving `POST`s of JSON events.
+    pub url: String,
+    /// Event types to deliver; absent = all.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub events: Option<Vec<String>>,
+    /// Secret key holding the HMAC key: header `X-Sng-Signature: sha256=<hex HMAC-SHA256 of the body>`.
+    pub secret_ref: SecretKeyRef,
+}
+
+/// Every rule of the Policy kind except the Rego syntax, which the server checks with the
+/// evaluator it runs (see `sng_policy`).
+pub fn validate_policy(p: &Policy) -> Vec<crate::FieldError> {
+    let mut errs = crate::validate::check_name(&p.metadata.name, false);
+    if p.spec.rego.trim().is_empty() {
+        errs.push(crate::FieldError::new(
+            "spec.rego",
+            "must not be empty (minLength 1)",
+        ));
+    }
+    for (i, w) in p.spec.workspaces.iter().flatten().enumerate() {
+        if let Some(e) = crate::validate::check_name(w, false).into_iter().next() {
+            errs.push(crate::FieldError::new(
+                format!("spec.workspaces[{i}]"),
+                e.message,
+            ));
+        }
+    }
+    errs
+}
+
+/// Every rule of the Webhook kind. Unknown event types are rejected, never mapped to a default.
+pub fn validate_webhook(w: &Webhook) -> Vec<crate::FieldError> {
+    let mut errs = crate::validate::check_name(&w.metadata.name, false);
+    let url = &w.spec.url;
+    let rest = url
+        .strip_prefix("https://")
+        .or_else(|| url.strip_prefix("http://"));
+    if rest.is_none_or(|r| r.is_empty() || r.starts_with('/')) {
+        errs.push(crate::FieldError::new(
+            "spec.url",
+            "must be an http:// or https:// URL",
+        ));
+    }
+    for (i, e) in w.spec.events.iter().flatten().enumerate() {
+        if !EVENT_TYPES.contains(&e.as_str()) {
+            errs.push(crate::FieldError::new(
+                format!("spec.events[{i}]"),
+                format!(
+                    "unknown event type `{e}`; expected one of {}",
+                    EVENT_TYPES.join(", ")
+                ),
+            ));
+        }
+    }
+    if w.spec.secret_ref.name.is_empty() {
+        errs.push(crate::FieldError::new(
+            "spec.secretRef.name",
+            "must not be empty (minLength 1)",
+        ));
+    }
+    if w.spec.secret_ref.key.is_empty() {
+        errs.push(crate::FieldError::new(
+            "spec.secretRef.key",
+            "must not be empty (minLength 1)",
+        ));
+    }
+    errs
+}
