@@ -14,10 +14,13 @@
 #      (c) CPU time of the server process (utime+stime from /proc/PID/stat)
 #          over BENCH_IDLE_SECONDS (default 60) of idleness starting once the list answered,
 #          sampled every second (target near zero).
+#      Then, for the analysis (BENCH_BURST_ON_RESTART=0 skips it), the burst of part 2 on that
+#      restarted server, which holds the N Ready workspaces: what a reconcile pass over all
+#      workspaces on every wake costs.
 #   2. Burst. A fresh server with the default --max-concurrent-runs (the number of cores) and a
 #      warm module cache (one discarded workspace first) gets BENCH_BURST_N (default 200) new
 #      workspaces of the same module in one multi-document `sng apply`; time from just before
-#      `sng apply` until all are Ready (the list API polled every 250 ms). The reference is the
+#      `sng apply` until all are Ready (/api/v1/stats polled every 50 ms, then the list checked). The reference is the
 #      bare engine: BENCH_BARE_N (default 10) runs of the same module by hand, one at a time
 #      (init, plan -out, show -json, apply, output -json, local backend, as bench/run-overhead.sh),
 #      median × BURST_N / nproc. Target: burst total ≤ 1.2× that.
@@ -33,7 +36,14 @@
 # 10), BENCH_IDLE_SECONDS (default 60), BENCH_BARE_PARALLEL (1/0, default 1), BENCH_RESTART=0 or
 # BENCH_BURST=0 to skip a part, SNG_BIN (skip the build), SNG_ENGINE (default .tools/bin/tofu),
 # SNG_DOCKER_REGISTRY (default /usr/bin/docker-registry), BENCH_SNG_LOG (server log filter,
-# default info), BENCH_KEEP=1 keeps the temporary directory (data dirs and server logs).
+# default info), BENCH_KEEP=1 keeps the temporary directory (data dirs and server logs),
+# BENCH_CGROUP=0 turns off the CPU accounting below.
+#
+# CPU accounting: when the cgroup-v1 cpuacct hierarchy is writable (root), each measured group of
+# processes (a server and everything it starts: bwrap, engines; the bare runs) is moved into its
+# own cgroup under /sys/fs/cgroup/cpuacct/sng-bench.PID.*, removed at exit, so that the CPU of the
+# runs is counted exactly even when other work shares the machine (the engines run under bwrap,
+# whose inner processes are not accounted to the server's cutime).
 #
 # Prints a Markdown report on stdout; progress goes to stderr.
 set -euo pipefail
@@ -48,6 +58,7 @@ IDLE=${BENCH_IDLE_SECONDS:-60}
 BARE_PARALLEL=${BENCH_BARE_PARALLEL:-1}
 DO_RESTART=${BENCH_RESTART:-1}
 DO_BURST=${BENCH_BURST:-1}
+BURST_ON_RESTART=${BENCH_BURST_ON_RESTART:-1}
 SERVER_LOG_FILTER=${BENCH_SNG_LOG:-info}
 ENGINE=${SNG_ENGINE:-$ROOT/.tools/bin/tofu}
 REGISTRY_BIN=${SNG_DOCKER_REGISTRY:-/usr/bin/docker-registry}
@@ -55,6 +66,10 @@ MODULE=$ROOT/examples/modules/pet
 BATCH=100
 CORES=$(nproc)
 CLK_TCK=$(getconf CLK_TCK)
+CG_ROOT=/sys/fs/cgroup/cpuacct
+CG_ON=${BENCH_CGROUP:-1}
+if [ "$CG_ON" = 1 ] && ! { [ -w "$CG_ROOT" ] && [ -f "$CG_ROOT/cpuacct.usage" ]; }; then CG_ON=0; fi
+CGROUPS=()
 
 say() { echo "bench: $*" >&2; }
 die() { echo "bench: error: $*" >&2; exit 1; }
@@ -105,6 +120,7 @@ cleanup() {
     kill -TERM "$REGISTRY_PID" 2>/dev/null || true
     wait "$REGISTRY_PID" 2>/dev/null || true
   fi
+  for p in "${CGROUPS[@]}"; do cg_remove "$p"; done
   if [ "${BENCH_KEEP:-0}" = 1 ]; then say "kept $WORK"; else rm -rf "$WORK"; fi
 }
 trap cleanup EXIT
@@ -162,6 +178,31 @@ machine_ticks() {
   read -r cpu user nice system idle iowait irq softirq steal rest </proc/stat
   printf -v "$1_busy" '%s' "$((user + nice + system + irq + softirq + steal))"
   printf -v "$1_total" '%s' "$((user + nice + system + idle + iowait + irq + softirq + steal))"
+}
+
+# cg_new NAME: create the cgroup NAME (no-op without accounting).
+cg_new() {
+  [ "$CG_ON" = 1 ] || return 0
+  mkdir "$CG_ROOT/sng-bench.$$.$1"
+  CGROUPS+=("$1")
+}
+# cg_add NAME PID: move PID (its future children follow) into the cgroup NAME.
+cg_add() {
+  [ "$CG_ON" = 1 ] || return 0
+  echo "$2" >"$CG_ROOT/sng-bench.$$.$1/cgroup.procs"
+}
+# cg_usage NAME VAR: CPU time of the cgroup NAME so far, in ms, into VAR (0 without accounting).
+cg_usage() {
+  local ns=0
+  [ "$CG_ON" = 1 ] && read -r ns <"$CG_ROOT/sng-bench.$$.$1/cpuacct.usage"
+  printf -v "$2" '%s' "$((ns / 1000000))"
+}
+# cg_remove NAME: move what is left back to the root, remove the cgroup.
+cg_remove() {
+  local d=$CG_ROOT/sng-bench.$$.$1 pid
+  [ -d "$d" ] || return 0
+  while read -r pid; do echo "$pid" >"$CG_ROOT/cgroup.procs" 2>/dev/null || true; done <"$d/cgroup.procs"
+  rmdir "$d" 2>/dev/null || true
 }
 
 # --- registry ---------------------------------------------------------------------------------
@@ -233,21 +274,40 @@ EOF
 }
 get() { awk -F'\t' -v k="$1" '$1 == k { v = $2 } END { print v }' "$RESULTS"; }
 
-# wait_ready PREFIX COUNT T0_US POLL_S TIMEOUT_S: poll the list API until COUNT workspaces named
-# PREFIX* are Ready for their current generation with no run; print the ms since T0_US and the
-# number of polls. Fails on a Failed workspace or a timeout.
+# wait_ready PREFIX COUNT BASE T0_US POLL_S TIMEOUT_S: wait until COUNT workspaces named PREFIX*
+# are Ready for their current generation with no run; print the ms since T0_US and the number of
+# polls. To weigh little on the server, /api/v1/stats is polled every POLL_S until runsStarted has
+# grown by COUNT from BASE and runsActive is 0 (a run writes its status before it leaves the
+# active set), then the list API checks the conditions (and is polled from then on if not all
+# are Ready). Fails on a Failed workspace or a timeout.
 wait_ready() {
   python3 - "$@" <<'EOF'
 import http.client, json, os, sys, time, urllib.parse
-prefix, count, t0, poll, timeout = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]) / 1e6, float(sys.argv[4]), float(sys.argv[5])
+prefix, count, base = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+t0, poll, timeout = int(sys.argv[4]) / 1e6, float(sys.argv[5]), float(sys.argv[6])
 url = urllib.parse.urlparse(os.environ["SNG_SERVER"])
 headers = {"Authorization": "Bearer " + os.environ["SNG_TOKEN"]}
 conn = http.client.HTTPConnection(url.hostname, url.port, timeout=120)
-polls, last_report = 0, 0.0
+def get(path):
+    conn.request("GET", path, headers=headers)
+    return json.loads(conn.getresponse().read())
+polls, last_report = 0, time.time()
 while True:
-    conn.request("GET", "/api/v1/tenants/default/workspaces", headers=headers)
-    items = json.loads(conn.getresponse().read())["items"]
+    s = get("/api/v1/stats")
     polls += 1
+    now = time.time()
+    if s["runsStarted"] - base >= count and s["runsActive"] == 0:
+        break
+    if now - t0 > timeout:
+        sys.exit(f"bench: timed out: {s}")
+    if now - last_report > 10:
+        print(f"bench:   {s['runsStarted'] - base - s['runsActive']}/{count} runs ended after {now - t0:.0f} s", file=sys.stderr)
+        last_report = now
+    time.sleep(poll)
+while True:
+    items = get("/api/v1/tenants/default/workspaces")["items"]
+    polls += 1
+    now = time.time()
     ready = failed = 0
     for ws in items:
         if not ws["metadata"]["name"].startswith(prefix):
@@ -260,18 +320,13 @@ while True:
         elif current and conds.get("Failed", {}).get("status") == "True":
             failed += 1
             print(f"bench: {ws['metadata']['name']} failed: {conds['Failed'].get('message')}", file=sys.stderr)
-    now = time.time()
     if ready >= count:
         print(round((now - t0) * 1000), polls)
         break
     if failed:
         sys.exit(1)
     if now - t0 > timeout:
-        print(f"bench: timed out with {ready}/{count} Ready", file=sys.stderr)
-        sys.exit(1)
-    if now - last_report > 10:
-        print(f"bench:   {ready}/{count} Ready after {now - t0:.0f} s", file=sys.stderr)
-        last_report = now
+        sys.exit(f"bench: timed out with {ready}/{count} Ready")
     time.sleep(poll)
 EOF
 }
@@ -362,6 +417,8 @@ if [ "$DO_RESTART" = 1 ]; then
   LOG=$WORK/restart.log
   say "restart: server 1 on a fresh data dir, $RESTART_N workspaces in files of $BATCH"
   start_server "$D" "$LOG"
+  cg_new restart1
+  cg_add restart1 "$SERVER_PID"
   files=()
   for from in $(seq 1 "$BATCH" "$RESTART_N"); do
     to=$((from + BATCH - 1))
@@ -371,13 +428,16 @@ if [ "$DO_RESTART" = 1 ]; then
   done
   cpu_ticks "$SERVER_PID" c0
   machine_ticks m0
+  cg_usage restart1 g0
   stamp t0
   for f in "${files[@]}"; do "$SNG" apply -f "$f" >/dev/null; done
   elapsed_ms "$t0" apply_ms
-  read -r create_ms _ < <(wait_ready ws- "$RESTART_N" "$t0" 2 $((600 + RESTART_N * 3))) ||
+  read -r create_ms _ < <(wait_ready ws- "$RESTART_N" 0 "$t0" 0.1 $((600 + RESTART_N * 3))) ||
     die "the $RESTART_N workspaces did not become Ready (log: $LOG)"
   cpu_ticks "$SERVER_PID" c1
   machine_ticks m1
+  cg_usage restart1 g1
+  put create.all_cpu_ms "$((g1 - g0))"
   put create.apply_ms "$apply_ms"
   put create.total_ms "$create_ms"
   put create.server_cpu_ms "$(((c1 - c0) * 1000 / CLK_TCK))"
@@ -443,6 +503,26 @@ EOF
   stats restart.after_idle
   store_runs "$D" ws- restart.store
   put restart.log_runs_started_after "$(sed -n '/^----- restart -----$/,$p' "$LOG" | grep -c 'run started' || true)"
+  if [ "$BURST_ON_RESTART" = 1 ]; then
+    say "restart: burst of $BURST_N more workspaces on this server (holding $RESTART_N)"
+    cg_new restart2
+    cg_add restart2 "$SERVER_PID"
+    workspaces more 1 "$BURST_N" >"$WORK/more.yaml"
+    stats more.before
+    cpu_ticks "$SERVER_PID" c0
+    cg_usage restart2 g0
+    stamp t0
+    "$SNG" apply -f "$WORK/more.yaml" >/dev/null
+    read -r more_ms _ < <(wait_ready more- "$BURST_N" "$(get more.before.runsStarted)" "$t0" 0.05 $((300 + BURST_N * 10))) ||
+      die "the burst on the restarted server did not become Ready (log: $LOG)"
+    cpu_ticks "$SERVER_PID" c1
+    cg_usage restart2 g1
+    put more.total_ms "$more_ms"
+    put more.server_cpu_ms "$(((c1 - c0) * 1000 / CLK_TCK))"
+    put more.all_cpu_ms "$((g1 - g0))"
+    stats more.after
+    store_runs "$D" more- more.store
+  fi
   stop_server
   [ "${BENCH_KEEP:-0}" = 1 ] || rm -rf "$D"
 fi
@@ -451,19 +531,28 @@ fi
 if [ "$DO_BURST" = 1 ]; then
   say "burst: bare engine, $BARE_N runs one at a time"
   : >"$WORK/bare.txt"
-  for i in $(seq 1 "$BARE_N"); do
-    bare_run "$WORK/bare-$i" >>"$WORK/bare.txt" || die "bare run $i failed"
-  done
+  cg_new bare
+  (
+    cg_add bare "$BASHPID"
+    for i in $(seq 1 "$BARE_N"); do
+      bare_run "$WORK/bare-$i" >>"$WORK/bare.txt" || exit 1
+    done
+  ) || die "a bare run failed"
+  cg_usage bare g
+  put bare.cpu_ms_per_run "$((g / BARE_N))"
   put bare.samples "$(paste -sd';' "$WORK/bare.txt")"
 
   if [ "$BARE_PARALLEL" = 1 ]; then
     say "burst: bare engine, $BURST_N runs, $CORES at a time (control)"
+    cg_new parallel
+    : >"$WORK/parallel.txt"
     stamp t0
     BARE_PIDS=()
     for w in $(seq 0 $((CORES - 1))); do
       (
+        cg_add parallel "$BASHPID"
         for i in $(seq "$w" "$CORES" $((BURST_N - 1))); do
-          bare_run "$WORK/par-$i" >/dev/null || exit 1
+          bare_run "$WORK/par-$i" >>"$WORK/parallel.txt" || exit 1
         done
       ) &
       BARE_PIDS+=($!)
@@ -471,29 +560,37 @@ if [ "$DO_BURST" = 1 ]; then
     for p in "${BARE_PIDS[@]}"; do wait "$p" || die "a parallel bare run failed"; done
     BARE_PIDS=()
     elapsed_ms "$t0" par_ms
+    cg_usage parallel g
     put bare_parallel.total_ms "$par_ms"
+    put bare_parallel.cpu_ms_per_run "$((g / BURST_N))"
+    put bare_parallel.samples "$(paste -sd';' "$WORK/parallel.txt")"
   fi
 
   D=$WORK/burst
   LOG=$WORK/burst.log
   say "burst: fresh server (default --max-concurrent-runs), warm-up workspace (not counted)"
   start_server "$D" "$LOG"
+  cg_new burst
+  cg_add burst "$SERVER_PID"
   workspaces warm 0 0 >"$WORK/warm.yaml"
   stamp t0
   "$SNG" apply -f "$WORK/warm.yaml" >/dev/null
-  wait_ready warm- 1 "$t0" 0.05 300 >/dev/null || die "warm-up failed (log: $LOG)"
+  wait_ready warm- 1 0 "$t0" 0.05 300 >/dev/null || die "warm-up failed (log: $LOG)"
   workspaces burst 1 "$BURST_N" >"$WORK/burst.yaml"
   stats burst.before
   say "burst: $BURST_N workspaces in one apply"
   cpu_ticks "$SERVER_PID" c0
   machine_ticks m0
+  cg_usage burst g0
   stamp t0
   "$SNG" apply -f "$WORK/burst.yaml" >/dev/null
   elapsed_ms "$t0" apply_ms
-  read -r burst_ms polls < <(wait_ready burst- "$BURST_N" "$t0" 0.25 $((300 + BURST_N * 10))) ||
+  read -r burst_ms polls < <(wait_ready burst- "$BURST_N" "$(get burst.before.runsStarted)" "$t0" 0.05 $((300 + BURST_N * 10))) ||
     die "the burst did not become Ready (log: $LOG)"
   cpu_ticks "$SERVER_PID" c1
   machine_ticks m1
+  cg_usage burst g1
+  put burst.all_cpu_ms "$((g1 - g0))"
   put burst.apply_ms "$apply_ms"
   put burst.total_ms "$burst_ms"
   put burst.polls "$polls"
@@ -562,7 +659,7 @@ if do_restart:
     print("|---|---:|")
     print(f"| creation: {n} workspaces applied in files of 100, until all Ready | {i('create.total_ms') / 1000:.1f} s "
           f"(apply {i('create.apply_ms')} ms; {r['create.reconcilePasses']} reconcile passes; server CPU "
-          f"{i('create.server_cpu_ms') / 1000:.1f} s; machine {r['create.machine_busy_pct']} % busy) |")
+          f"{i('create.server_cpu_ms') / 1000:.1f} s, with bwrap and engines {i('create.all_cpu_ms') / 1000:.1f} s; machine {r['create.machine_busy_pct']} % busy) |")
     print(f"| SIGTERM until the process exited | {r['stop_ms']} ms |")
     print(f"| (a) process start → `GET /healthz` answers | {r['restart.health_ms']} ms |")
     print(f"| (a) process start → `sng kind get workspaces -o json` returned all {n} | {r['restart.api_ms']} ms "
@@ -591,34 +688,50 @@ if do_restart:
     targets.append(("restart: idle CPU near zero over a minute", f"{cpu_ms / 1000:.2f} s CPU = {cpu_ms / 10 / idle_s:.2f} % of a core",
                     verdict(cpu_ms / 10 / idle_s < 1.0)))
 if do_burst:
-    samples = [[int(x) for x in s.split(",")] for s in r["bare.samples"].split(";")]
+    steps = ["init", "plan", "show", "apply", "output"]
+    def parse(key):
+        return [[int(x) for x in v.split(",")] for v in r[key].split(";") if v]
+    def steps_txt(samples):
+        return ", ".join(f"{n} {statistics.median(s[k] for s in samples):.0f}" for k, n in enumerate(steps))
+    samples = parse("bare.samples")
     totals = [sum(s) for s in samples]
     med = statistics.median(totals)
     ref = med * burst_n / cores
     total = i("burst.total_ms")
+    def cpu(key, per):
+        return f"{i(key) / per:.0f} ms CPU per run" if i(key) else "CPU not measured"
     print(f"#### Burst of {burst_n} new workspaces, `--max-concurrent-runs` = {cores} (default)")
     print()
     print("| measure | value |")
     print("|---|---:|")
-    steps = ["init", "plan", "show", "apply", "output"]
-    print(f"| bare engine, one run by hand (median of {len(totals)}; min {min(totals)}) | {med:.0f} ms "
-          f"({', '.join(f'{n} {statistics.median(s[k] for s in samples):.0f}' for k, n in enumerate(steps))}) |")
+    print(f"| bare engine, one run by hand, one at a time (median of {len(totals)}; min {min(totals)}) | {med:.0f} ms "
+          f"({steps_txt(samples)}); {cpu('bare.cpu_ms_per_run', 1)} |")
     print(f"| reference: median × {burst_n} / {cores} cores | {ref / 1000:.1f} s |")
     if "bare_parallel.total_ms" in r:
         p = i("bare_parallel.total_ms")
-        print(f"| control: {burst_n} bare runs by hand, {cores} at a time | {p / 1000:.1f} s ({p / ref:.2f}× the reference) |")
-    print(f"| **sng: `sng apply` of {burst_n} → all Ready** | **{total / 1000:.1f} s ({total / ref:.2f}× the reference)** |")
+        ps = parse("bare_parallel.samples")
+        print(f"| control: the same {burst_n} bare runs by hand, {cores} at a time | {p / 1000:.1f} s = {p / ref:.2f}× the reference; "
+              f"per run {statistics.median(sum(s) for s in ps):.0f} ms ({steps_txt(ps)}); {cpu('bare_parallel.cpu_ms_per_run', 1)} |")
+    print(f"| **sng: `sng apply` of {burst_n} → all Ready** | **{total / 1000:.1f} s = {total / ref:.2f}× the reference** |")
     print(f"| of which `sng apply` returned after | {r['burst.apply_ms']} ms |")
     if "burst.first_start_ms" in r:
         print(f"| first run started / last run started / last run ended (server log) | {i('burst.first_start_ms') / 1000:.1f} s / "
               f"{i('burst.last_start_ms') / 1000:.1f} s / {i('burst.last_end_ms') / 1000:.1f} s |")
-        print(f"| run wall time in sng (started → ended), median; sum / {cores} | {r['burst.run_wall_median_ms']} ms; "
+        print(f"| run wall time in sng (`run started` → `run ended`), median; sum / {cores} | {r['burst.run_wall_median_ms']} ms; "
               f"{i('burst.run_wall_sum_ms') / cores / 1000:.1f} s |")
-    print(f"| engine steps sng recorded per run, median (init, plan, show, apply) | {r['burst.store.engine_median_ms']} ms "
+    print(f"| engine steps sng recorded per run, median (init, plan, show, apply; no output process) | {r['burst.store.engine_median_ms']} ms "
           f"({r['burst.store.step_init_median_ms']}, {r['burst.store.step_plan_median_ms']}, {r['burst.store.step_show_median_ms']}, {r['burst.store.step_apply_median_ms']}) |")
     print(f"| runs in the store | {r['burst.store.runs']} ({r['burst.store.phases']}) |")
     print(f"| reconcile passes during the burst | {i('burst.after.reconcilePasses') - i('burst.before.reconcilePasses')} |")
-    print(f"| CPU of the server process itself during the burst; whole machine busy | {i('burst.server_cpu_ms') / 1000:.1f} s; {r['burst.machine_busy_pct']} % |")
+    print(f"| CPU: server, bwrap and engines / the server process alone | {cpu('burst.all_cpu_ms', burst_n)} / "
+          f"{i('burst.server_cpu_ms') / burst_n:.0f} ms per run ({i('burst.server_cpu_ms') / 1000:.1f} s in all) |")
+    print(f"| whole machine busy during the burst (other work included) | {r['burst.machine_busy_pct']} % |")
+    if "more.total_ms" in r:
+        m = i("more.total_ms")
+        print(f"| *the same burst on the restarted server of part 1, which holds {restart_n} Ready workspaces* | "
+              f"*{m / 1000:.1f} s = {m / ref:.2f}× the reference; {i('more.after.reconcilePasses') - i('more.before.reconcilePasses')} passes; "
+              f"server process {i('more.server_cpu_ms') / burst_n:.0f} ms CPU per run ({i('more.server_cpu_ms') / 1000:.1f} s in all); "
+              f"{cpu('more.all_cpu_ms', burst_n)} with bwrap and engines; engine steps median {r['more.store.engine_median_ms']} ms* |")
     print()
     targets.append((f"burst: total ≤ 1.2× (bare median × {burst_n} / cores)", f"{total / 1000:.1f} s vs {ref / 1000:.1f} s = {total / ref:.2f}×",
                     verdict(total <= 1.2 * ref)))

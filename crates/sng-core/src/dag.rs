@@ -132,6 +132,7 @@ mod tests {
     }
 
     #[test]
+    #[allow(clippy::type_complexity)]
     fn cycles_and_order() {
         let table: Vec<(Graph, Vec<Vec<&str>>, Vec<&str>)> = vec![
             (

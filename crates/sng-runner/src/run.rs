@@ -116,17 +116,36 @@ pub struct RunInput {
     /// For an approved apply: the hash of the approved plan. A new plan that hashes differently
     /// is not applied (`Rejected`).
     pub expected_plan_hash: Option<String>,
+    /// Checked with the full plan JSON (`show -json`) before apply; an `Err` stops the run
+    /// (`PolicyDenied`) with its message. Policies plug in here.
+    pub pre_apply: Option<PreApply>,
     /// Where the outputs can be read after the apply without starting the engine again (the
     /// platform-held state); `None`: `output -json`.
     pub outputs_source: Option<OutputsSource>,
     /// `spec.resources.limits`, enforced with control groups where the machine allows it.
     pub limits: crate::limits::Limits,
-    /// Told the name of each step as it starts (`init`, `plan`, `show`, `apply`, `output`).
-    pub progress: Option<tokio::sync::mpsc::UnboundedSender<&'static str>>,
+    /// Told each step as it starts (`init`, `plan`, `show`, `apply`, `output`) and the plan
+    /// once summarised.
+    pub progress: Option<ProgressFn>,
 }
+
+/// A check of the plan before apply.
+pub type PreApply = std::sync::Arc<dyn Fn(&Value) -> Result<(), String> + Send + Sync>;
 
 /// Reads the outputs (`{name: {value, type, sensitive}}`) once the apply is done.
 pub type OutputsSource = std::sync::Arc<dyn Fn() -> Option<Value> + Send + Sync>;
+
+/// Called inline, in order, as the run goes.
+pub type ProgressFn = std::sync::Arc<dyn Fn(Progress) + Send + Sync>;
+
+/// What a run tells while it goes.
+#[derive(Debug, Clone)]
+pub enum Progress {
+    /// A step starts.
+    Step(&'static str),
+    /// The plan is summarised (before any apply).
+    Planned(PlanResult),
+}
 
 /// A summarised plan.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -150,6 +169,8 @@ pub enum RunResult {
     StateLocked(String),
     /// The plan of the current reality differs from the approved one: nothing was applied.
     Rejected(String),
+    /// A mandatory policy denied the plan: nothing was applied.
+    PolicyDenied(String),
 }
 
 /// Result of a run.
@@ -221,7 +242,8 @@ pub async fn execute(cfg: &RunConfig, input: RunInput, cancel: CancellationToken
         RunResult::Failed(m)
         | RunResult::Interrupted(m)
         | RunResult::StateLocked(m)
-        | RunResult::Rejected(m) => {
+        | RunResult::Rejected(m)
+        | RunResult::PolicyDenied(m) => {
             format!("sng: run ended: {m}")
         }
     };
@@ -340,7 +362,7 @@ async fn run_in(
         ($name:expr, $args:expr, $capture:expr) => {{
             log.line(&format!("==> sng: {}", $name)).await;
             if let Some(p) = &input.progress {
-                let _ = p.send($name);
+                p(Progress::Step($name));
             }
             match run_step(
                 step($args),
@@ -413,7 +435,19 @@ async fn run_in(
         counts: count(&plan_json),
         hash: hash_resource_changes(&plan_json),
     });
+    if let (Some(p), Some(plan)) = (&input.progress, &out.plan) {
+        p(Progress::Planned(plan.clone()));
+    }
+    let verdict = match (&input.pre_apply, input.operation) {
+        (Some(check), Operation::Apply | Operation::Destroy) => check(&plan_json),
+        _ => Ok(()),
+    };
     drop(plan_json);
+    if let Err(why) = verdict {
+        log.line(&format!("sng: policy check denied the plan: {why}"))
+            .await;
+        return RunResult::PolicyDenied(why);
+    }
     if input.operation == Operation::Plan {
         return RunResult::Succeeded;
     }

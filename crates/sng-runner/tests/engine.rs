@@ -63,6 +63,7 @@ fn input(dir: &Path, module_dir: PathBuf, run_id: &str, op: Operation) -> RunInp
         limits: Default::default(),
         expected_plan_hash: None,
         outputs_source: None,
+        pre_apply: None,
     }
 }
 

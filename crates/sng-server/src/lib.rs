@@ -2,6 +2,7 @@
 #![forbid(unsafe_code)]
 
 pub mod error;
+pub mod events;
 pub mod platform;
 mod routes;
 mod state;
@@ -148,6 +149,12 @@ pub async fn run(config: Config) -> Result<(), ServerError> {
     let reconciler = platform
         .clone()
         .map(|p| tokio::spawn(platform::reconcile_loop(p, stop.clone())));
+    // Webhook delivery from the events outbox (settings: SNG_WEBHOOK_* variables).
+    let delivery = tokio::spawn(events::deliver_loop(
+        store.clone(),
+        events::DeliveryConfig::from_env(),
+        stop.clone(),
+    ));
     let url_path = config.data_dir.join("server.url");
     std::fs::write(&url_path, format!("{url}\n")).map_err(io_err(&url_path))?;
     tracing::info!(%url, data_dir = %config.data_dir.display(), "sng server listening");
@@ -175,6 +182,7 @@ pub async fn run(config: Config) -> Result<(), ServerError> {
     if let Some(r) = reconciler {
         let _ = r.await;
     }
+    let _ = delivery.await;
     if let Ok(Err(source)) = server.await {
         return Err(ServerError::Listen {
             addr: config.listen.clone(),

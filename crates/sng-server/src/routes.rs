@@ -69,6 +69,7 @@ pub fn router(state: AppState) -> Router {
             put(write_status).patch(write_status),
         )
         .merge(crate::state::state_routes())
+        .merge(crate::events::routes())
         .fallback(|| async { ApiError::not_found("no such API path") })
         .with_state(state)
 }
@@ -285,6 +286,24 @@ async fn apply(
     caller.scope(&tenant)?;
     let Json(req) = body.map_err(|e| ApiError::bad_request(e.body_text()))?;
     let objects = sng_api::decode_all(&req.items).map_err(|errs| ApiError::invalid(&errs))?;
+    // Rego is checked by the evaluator the platform runs: a syntax error is a validation error.
+    let rego_errors: Vec<sng_api::ObjectError> = objects
+        .iter()
+        .filter_map(|o| match o {
+            Object::Policy(p) => {
+                sng_policy::check(&p.spec.rego)
+                    .err()
+                    .map(|e| sng_api::ObjectError {
+                        object: o.label(),
+                        errors: vec![sng_api::FieldError::new("spec.rego", e)],
+                    })
+            }
+            _ => None,
+        })
+        .collect();
+    if !rego_errors.is_empty() {
+        return Err(ApiError::invalid(&rego_errors));
+    }
     for obj in &objects {
         if obj.kind() == Kind::Tenant {
             caller.platform_admin("applying a Tenant")?;
@@ -448,25 +467,52 @@ async fn get_run(
     Ok(Json(serde_json::to_value(run).expect("json")))
 }
 
-/// The masked log of a run, as text.
+#[derive(Deserialize, Default)]
+struct LogQuery {
+    /// Byte offset to start from (to follow a log).
+    #[serde(default)]
+    offset: u64,
+}
+
+/// The masked log of a run, as text, from `?offset=`; the header `X-Sng-Run-Phase` says
+/// whether the run is still going.
 async fn get_log(
     State(st): State<AppState>,
     caller: Caller,
     Path((tenant, id)): Path<(String, String)>,
-) -> Result<String, ApiError> {
+    Query(q): Query<LogQuery>,
+) -> Result<axum::response::Response, ApiError> {
     caller.scope(&tenant)?;
     let (t, i) = (tenant.clone(), id.clone());
-    if blocking(&st, move |s| s.run_get(&t, &i)).await?.is_none() {
-        return Err(ApiError::not_found(format!("run `{id}` not found")));
-    }
+    let run = blocking(&st, move |s| s.run_get(&t, &i))
+        .await?
+        .ok_or_else(|| ApiError::not_found(format!("run `{id}` not found")))?;
     let platform = st
         .platform
         .as_ref()
         .ok_or_else(|| ApiError::not_found("no run logs on this server"))?;
     let path = platform.logs_dir.join(&tenant).join(format!("{id}.log"));
-    tokio::fs::read_to_string(&path)
-        .await
-        .map_err(|_| ApiError::not_found(format!("no log for run `{id}` yet")))
+    let bytes = tokio::fs::read(&path).await.unwrap_or_default();
+    let from = (q.offset as usize).min(bytes.len());
+    let text = String::from_utf8_lossy(&bytes[from..]).into_owned();
+    Ok((
+        [
+            (
+                axum::http::header::CONTENT_TYPE,
+                "text/plain; charset=utf-8".to_string(),
+            ),
+            (
+                axum::http::HeaderName::from_static("x-sng-run-phase"),
+                run.phase.clone(),
+            ),
+            (
+                axum::http::HeaderName::from_static("x-sng-log-size"),
+                bytes.len().to_string(),
+            ),
+        ],
+        text,
+    )
+        .into_response())
 }
 
 /// Versions of the platform-held state (serial, lineage, md5, run), never the bodies.

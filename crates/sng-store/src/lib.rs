@@ -5,6 +5,7 @@
 
 mod crypto;
 mod error;
+mod events;
 mod migrations;
 mod objects;
 mod runs;
@@ -18,6 +19,10 @@ use rusqlite::Connection;
 
 pub use crypto::Cipher;
 pub use error::StoreError;
+pub use events::{
+    now_millis, unix_millis, DeadLetter, Delivery, Event, OutboxEvent, WebhookStats,
+    EVENT_SCHEMA_VERSION,
+};
 pub use objects::{Applied, ApplyOutcome};
 pub use runs::{RunRecord, RunToken};
 pub use state::{state_meta, LockOutcome, StateLock, StateVersion, WriteOutcome};

@@ -19,8 +19,26 @@ pub struct RunRecord {
     pub workspace: String,
     /// `apply`, `plan` or `destroy`.
     pub operation: String,
-    /// Why the run started (e.g. `created`, `spec change`).
+    /// Why the run started (`created`, `inputs changed`, `refresh`, `approval`, `retry`, `destroy`).
     pub trigger: String,
+    /// What caused it, in words: which inputs changed, who approved, which schedule.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub caused_by: Option<String>,
+    /// Carried through the run's log, events and webhooks.
+    #[serde(default)]
+    pub correlation_id: String,
+    /// Hash of each part of the inputs (`spec`, `secrets`, `providers`, `parents`, `registry`).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub inputs: std::collections::BTreeMap<String, String>,
+    /// Hash of the plan's `resource_changes`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plan_hash: Option<String>,
+    /// Final result (the phase once ended).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<String>,
+    /// Policy decisions taken before apply.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub policies: Vec<Value>,
     /// Hash of the inputs the run used.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub inputs_hash: Option<String>,

@@ -104,12 +104,23 @@ pub enum Command {
     Logs {
         /// Run id.
         run: String,
+        /// Follow the log while the run goes on.
+        #[arg(short, long)]
+        follow: bool,
+    },
+    /// Show one run record (the audit unit): trigger, cause, module digest, inputs, plan,
+    /// approval, policy decisions, state serials, result, correlation id.
+    Run {
+        #[command(subcommand)]
+        command: RunCommand,
     },
     /// Publish and inspect OpenTofu modules in OCI registries.
     Module {
         #[command(subcommand)]
         command: ModuleCommand,
     },
+    #[command(flatten)]
+    Events(crate::events::EventsCommand),
     /// Print the JSON Schema of a kind, for editors.
     Schema {
         /// Workspace, Provider, Secret or Tenant.
@@ -194,6 +205,18 @@ pub enum KindCommand {
         /// Give up waiting after this long (Go duration).
         #[arg(long, default_value = "10m", value_parser = parse_duration)]
         timeout: std::time::Duration,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+pub enum RunCommand {
+    /// Show a run record (YAML by default).
+    Get {
+        /// Run id.
+        run: String,
+        /// Output format.
+        #[arg(short, long, value_enum)]
+        output: Option<Output>,
     },
 }
 
@@ -292,6 +315,7 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
     let g = cli.global;
     match cli.command {
         Command::Server(args) => run_server(args),
+        Command::Events(command) => crate::events::run(&g, command),
         Command::Schema { kind } => {
             let kind = parse_kind(&kind)?;
             let schema = sng_api::schema::schema_of(kind);
@@ -366,7 +390,12 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
             &name,
             output,
         ),
-        Command::Logs { run } => crate::wait::logs(&Client::new(&g)?, &g.tenant, &run),
+        Command::Logs { run, follow } => {
+            crate::wait::logs(&Client::new(&g)?, &g.tenant, &run, follow)
+        }
+        Command::Run {
+            command: RunCommand::Get { run, output },
+        } => crate::wait::run_get(&Client::new(&g)?, &g.tenant, &run, output),
         Command::Module { command } => match command {
             ModuleCommand::Push {
                 dir,

@@ -73,8 +73,11 @@ impl Client {
         }
     }
 
-    /// GET a path answering text.
-    pub fn get_text(&self, path: &str) -> Result<String, CliError> {
+    /// GET a path answering text, with the response headers.
+    pub fn get_text_with_headers(
+        &self,
+        path: &str,
+    ) -> Result<(String, reqwest::header::HeaderMap), CliError> {
         let resp = self
             .http
             .get(self.url(path))
@@ -87,9 +90,10 @@ impl Client {
                 ))
             })?;
         let status = resp.status();
+        let headers = resp.headers().clone();
         let text = resp.text().unwrap_or_default();
         if status.is_success() {
-            return Ok(text);
+            return Ok((text, headers));
         }
         let message = serde_json::from_str::<StatusBody>(&text)
             .map(|b| b.message)

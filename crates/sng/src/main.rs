@@ -4,6 +4,7 @@
 mod apply;
 mod cli;
 mod client;
+mod events;
 mod get;
 mod module;
 mod table;

@@ -129,11 +129,37 @@ pub fn runs(
     Ok(())
 }
 
-pub fn logs(client: &Client, tenant: &str, run: &str) -> Result<(), CliError> {
-    print!(
-        "{}",
-        client.get_text(&format!("/tenants/{tenant}/runs/{run}/log"))?
-    );
+pub fn logs(client: &Client, tenant: &str, run: &str, follow: bool) -> Result<(), CliError> {
+    use std::io::Write as _;
+    let mut offset = 0usize;
+    loop {
+        let (text, headers) = client
+            .get_text_with_headers(&format!("/tenants/{tenant}/runs/{run}/log?offset={offset}"))?;
+        offset += text.len();
+        print!("{text}");
+        let _ = std::io::stdout().flush();
+        let running =
+            headers.get("x-sng-run-phase").and_then(|v| v.to_str().ok()) == Some("Running");
+        if !follow || (!running && text.is_empty()) {
+            return Ok(());
+        }
+        if text.is_empty() {
+            std::thread::sleep(Duration::from_millis(250));
+        }
+    }
+}
+
+pub fn run_get(
+    client: &Client,
+    tenant: &str,
+    run: &str,
+    output: Option<Output>,
+) -> Result<(), CliError> {
+    let answer = client.get(&format!("/tenants/{tenant}/runs/{run}"))?;
+    match output {
+        Some(Output::Json) => println!("{}", serde_json::to_string_pretty(&answer).expect("json")),
+        _ => print!("{}", serde_yaml::to_string(&answer).expect("yaml")),
+    }
     Ok(())
 }
 

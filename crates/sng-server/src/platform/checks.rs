@@ -30,11 +30,8 @@ pub fn check_module(
         // `aws_s3_bucket.assets["logs"]` → `aws_s3_bucket.assets`; `module.net.x.y` → `module.net`.
         let bare: String = imp.to.split('[').next().unwrap_or_default().to_string();
         let parts: Vec<&str> = bare.split('.').collect();
-        let key = if parts.first() == Some(&"module") {
-            parts.iter().take(2).cloned().collect::<Vec<_>>().join(".")
-        } else {
-            parts.iter().take(2).cloned().collect::<Vec<_>>().join(".")
-        };
+        // `type.name`, or `module.name` for resources inside a module call.
+        let key = parts.iter().take(2).cloned().collect::<Vec<_>>().join(".");
         if !info.resources.contains(&key) {
             return Err((
                 "ImportTargetMissing".into(),

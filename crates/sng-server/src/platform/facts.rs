@@ -82,57 +82,40 @@ pub fn is_ready(ws: &Workspace) -> bool {
             .any(|c| c.type_ == READY && c.status == "True")
 }
 
-/// Hash of everything a run reads: the spec, the values of referenced secrets, Providers and
-/// parents' outputs (one-way, salted with the workspace's uid).
-pub fn inputs_hash(ws: &Workspace, inputs: &Inputs) -> String {
-    let mut h = Sha256::new();
-    let mut put = |label: &str, bytes: &[u8]| {
-        h.update(label.as_bytes());
-        h.update((bytes.len() as u64).to_le_bytes());
-        h.update(bytes);
+/// Hash of each part of the inputs: `spec`, `vars`, `secrets`, `parents`, `providers`,
+/// `imports`, `registry` (one-way, salted with the workspace's uid).
+pub fn inputs_digest(ws: &Workspace, inputs: &Inputs) -> BTreeMap<String, String> {
+    let salt = ws.metadata.uid.as_deref().unwrap_or_default();
+    let hash = |items: &[String]| {
+        let mut h = Sha256::new();
+        h.update(salt.as_bytes());
+        for i in items {
+            h.update((i.len() as u64).to_le_bytes());
+            h.update(i.as_bytes());
+        }
+        format!("sha256:{}", hex::encode(h.finalize()))
     };
-    put(
-        "uid",
-        ws.metadata.uid.as_deref().unwrap_or_default().as_bytes(),
+    let mut out = BTreeMap::new();
+    out.insert(
+        "spec".to_string(),
+        hash(&[serde_json::to_string(&ws.spec).expect("spec serializes")]),
     );
-    put(
-        "spec",
-        serde_json::to_string(&ws.spec)
-            .expect("spec serializes")
-            .as_bytes(),
-    );
-    put(
-        "vars",
-        serde_json::to_string(&inputs.vars)
-            .expect("json")
-            .as_bytes(),
-    );
-    let mut env = inputs.env.clone();
-    env.sort();
-    for (k, v) in &env {
-        put("env", k.as_bytes());
-        put("value", v.as_bytes());
+    for (part, items) in &inputs.parts {
+        let mut items = items.clone();
+        items.sort();
+        out.insert(part.to_string(), hash(&items));
     }
-    for p in &inputs.providers {
-        put(
-            "provider",
-            format!(
-                "{}|{}|{:?}|{:?}|{}",
-                p.local_name,
-                p.source,
-                p.version,
-                p.alias,
-                serde_json::Value::Object(p.config.clone())
-            )
-            .as_bytes(),
-        );
-    }
-    for (to, id) in &inputs.imports {
-        put("import", to.as_bytes());
-        put("id", id.as_bytes());
-    }
-    if let Some(a) = &inputs.registry_auth {
-        put("registry", a);
+    out
+}
+
+/// Hash of everything a run reads: the spec, the values of referenced secrets, Providers and
+/// parents' outputs.
+pub fn inputs_hash(ws: &Workspace, inputs: &Inputs) -> String {
+    let digest = inputs_digest(ws, inputs);
+    let mut h = Sha256::new();
+    for (k, v) in &digest {
+        h.update(k.as_bytes());
+        h.update(v.as_bytes());
     }
     format!("sha256:{}", hex::encode(h.finalize()))
 }

@@ -48,6 +48,9 @@ pub struct Inputs {
     pub registry_auth: Option<Vec<u8>>,
     /// `varsFrom[].default` values stood in for missing parent outputs: plan only.
     pub defaults_used: Vec<String>,
+    /// What each part of the inputs is made of (`secrets`, `parents`, `providers`, `imports`,
+    /// `registry`), to hash them one by one and say which part changed.
+    pub parts: std::collections::BTreeMap<&'static str, Vec<String>>,
 }
 
 fn secret(store: &Store, tenant: &str, name: &str, field: &str) -> Result<Secret, InputError> {
@@ -107,7 +110,11 @@ pub fn gather(store: &Store, tenant: &str, ws: &Workspace) -> Result<Inputs, Inp
     };
     for (i, vf) in spec.vars_from.iter().enumerate() {
         let field = format!("spec.varsFrom[{i}]");
-        let set = |name: String, value: String, inp: &mut Inputs| {
+        let set = |name: String, value: String, inp: &mut Inputs, part: &'static str| {
+            inp.parts
+                .entry(part)
+                .or_default()
+                .push(format!("{name}={value}"));
             // varsFrom wins over vars: tfvars files take precedence over TF_VAR_, so drop the var.
             inp.vars.remove(&name);
             inp.secrets.push(value.clone());
@@ -122,6 +129,7 @@ pub fn gather(store: &Store, tenant: &str, ws: &Workspace) -> Result<Inputs, Inp
                         vf.var_name.clone().unwrap_or_else(|| key.clone()),
                         value,
                         &mut inp,
+                        "secrets",
                     );
                 }
                 None => {
@@ -129,17 +137,21 @@ pub fn gather(store: &Store, tenant: &str, ws: &Workspace) -> Result<Inputs, Inp
                     all.normalize();
                     for key in all.data.keys() {
                         let value = secret_value(&all, key, &field)?;
-                        set(key.clone(), value, &mut inp);
+                        set(key.clone(), value, &mut inp, "secrets");
                     }
                 }
             }
         }
         if let Some(r) = &vf.workspace_output_ref {
             match parent_output(store, tenant, &r.name, &r.output)? {
-                Some(value) => set(r.output.clone(), value, &mut inp),
+                Some(value) => set(r.output.clone(), value, &mut inp, "parents"),
                 None => match &vf.default_value {
                     Some(d) => {
                         inp.defaults_used.push(format!("{}.{}", r.name, r.output));
+                        inp.parts
+                            .entry("parents")
+                            .or_default()
+                            .push(format!("{}=default:{d}", r.output));
                         inp.vars.remove(&r.output);
                         inp.env.push((format!("TF_VAR_{}", r.output), d.clone()));
                     }
@@ -175,6 +187,10 @@ pub fn gather(store: &Store, tenant: &str, ws: &Workspace) -> Result<Inputs, Inp
             }
             (None, None) => continue,
         };
+        inp.parts
+            .entry("imports")
+            .or_default()
+            .push(format!("{}={id}", imp.to));
         inp.imports.push((imp.to.clone(), id));
     }
     for r in &spec.providers {
@@ -184,14 +200,31 @@ pub fn gather(store: &Store, tenant: &str, ws: &Workspace) -> Result<Inputs, Inp
         else {
             return Err(InputError::ProviderNotFound(r.name.clone()));
         };
-        inp.providers.push(provider_block(
+        let block = provider_block(
             store,
             tenant,
             &r.name,
             &p.spec,
             &mut inp.secrets,
             &mut inp.env,
-        )?);
+        )?;
+        let env_of_provider: Vec<String> = p.spec.env.iter().map(|e| e.name.clone()).collect();
+        let env_values: Vec<String> = inp
+            .env
+            .iter()
+            .filter(|(k, _)| env_of_provider.contains(k))
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
+        inp.parts.entry("providers").or_default().push(format!(
+            "{}|{}|{:?}|{:?}|{}|{}",
+            r.name,
+            block.source,
+            block.version,
+            block.alias,
+            serde_json::Value::Object(block.config.clone()),
+            env_values.join(",")
+        ));
+        inp.providers.push(block);
     }
     if let Some(r) = &spec.module.pull_secret_ref {
         let s = secret(store, tenant, &r.name, "spec.module.pullSecretRef")?;
@@ -202,6 +235,10 @@ pub fn gather(store: &Store, tenant: &str, ws: &Workspace) -> Result<Inputs, Inp
             ))
         })?;
         collect_registry_secrets(&raw, &mut inp.secrets);
+        inp.parts
+            .entry("registry")
+            .or_default()
+            .push(String::from_utf8_lossy(&raw).into_owned());
         inp.registry_auth = Some(raw);
     }
     Ok(inp)

@@ -4,6 +4,7 @@
 mod checks;
 mod facts;
 mod inputs;
+mod policy;
 mod s3;
 mod status;
 mod worker;
@@ -56,6 +57,39 @@ pub struct Stats {
     pub passes: std::sync::atomic::AtomicU64,
     /// Runs started since start.
     pub runs_started: std::sync::atomic::AtomicU64,
+    /// Runs ended since start, by result.
+    pub runs_by_result: Mutex<BTreeMap<String, u64>>,
+    /// Durations of ended runs: (bucket upper bounds in seconds → count), sum, count.
+    pub durations: Mutex<Durations>,
+}
+
+/// A duration histogram: (bucket upper bound in seconds, count) per bucket, sum, count.
+pub type Durations = (Vec<(f64, u64)>, f64, u64);
+
+/// Bucket bounds of the run duration histogram, in seconds.
+pub const DURATION_BUCKETS: [f64; 8] = [0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0];
+
+impl Stats {
+    /// Count an ended run.
+    pub fn run_ended(&self, result: &str, seconds: f64) {
+        *self
+            .runs_by_result
+            .lock()
+            .expect("lock")
+            .entry(result.to_string())
+            .or_default() += 1;
+        let mut d = self.durations.lock().expect("lock");
+        if d.0.is_empty() {
+            d.0 = DURATION_BUCKETS.iter().map(|b| (*b, 0)).collect();
+        }
+        for (bound, n) in d.0.iter_mut() {
+            if seconds <= *bound {
+                *n += 1;
+            }
+        }
+        d.1 += seconds;
+        d.2 += 1;
+    }
 }
 
 /// Runs waiting for a slot. A slot goes to the next tenant in turn that has a waiting run, so a

@@ -9,7 +9,7 @@ use sng_api::workspace::{
     ApplyResult, ApplySummary, LockStatus, PlanSummary, Workspace, WorkspaceStatus,
 };
 use sng_api::{Kind, Object, ObjectMeta, Secret};
-use sng_core::conditions::set;
+use sng_core::conditions::{is_true, set};
 use sng_core::decide::{next_refresh, Operation, Trigger};
 use sng_runner::{Backend, RunInput, RunResult};
 use sng_store::{now_rfc3339, RunRecord, Store};
@@ -195,10 +195,23 @@ pub async fn run_workspace(
         phase: "Running".into(),
         module_source: Some(ws.spec.module.source.clone()),
         approval: approval.clone(),
+        correlation_id: format!("corr-{}", uuid::Uuid::new_v4().simple()),
         created_at: now.clone(),
         ..RunRecord::default()
     };
+    record.caused_by = Some(cause(&p.store, tenant, &ws, trigger, approval.as_ref()));
     let _ = p.store.run_put(&record);
+    let base = json!({"operation": record.operation, "trigger": record.trigger, "causedBy": record.caused_by, "generation": generation});
+    emit(&p.store, &record, "run.created", base.clone());
+    if let Some((plan, who, at)) = &approval {
+        emit(
+            &p.store,
+            &record,
+            "run.approved",
+            json!({"planId": plan, "approvedBy": who, "approvedAt": at}),
+        );
+    }
+    emit(&p.store, &record, "run.planning", base);
     let mut st = ws.status.clone().unwrap_or_default();
     st.active_job = Some(run_id.clone());
     set(
@@ -401,11 +414,13 @@ pub async fn run_workspace(
                 RunResult::StateLocked(m) => ("StateLocked", ApplyResult::StateLocked, m.clone()),
                 RunResult::Interrupted(m) => ("Interrupted", ApplyResult::Interrupted, m.clone()),
                 RunResult::Failed(m) => ("Failed", ApplyResult::Failed, m.clone()),
+                RunResult::PolicyDenied(m) => ("Failed", ApplyResult::Failed, m.clone()),
                 _ => unreachable!("handled above"),
             };
             let reason = match other {
                 RunResult::StateLocked(_) => "StateLocked".to_string(),
                 RunResult::Interrupted(_) => "Interrupted".to_string(),
+                RunResult::PolicyDenied(_) => "PolicyDenied".to_string(),
                 _ => ended.reason.clone().unwrap_or_else(|| "RunFailed".into()),
             };
             record.reason = Some(reason.clone());
@@ -447,13 +462,17 @@ pub async fn run_workspace(
     }
     write_status(&p.store, tenant, name, &st);
     record.phase = phase.into();
+    record.result = Some(phase.into());
     record.message = message;
     record.finished_at = Some(now);
     record.planned_with_defaults = ended.planned_with_defaults;
-    if matches!(
-        current.spec.backend.as_ref().and_then(|b| b.s3.as_ref()),
-        None
-    ) {
+    if current
+        .spec
+        .backend
+        .as_ref()
+        .and_then(|b| b.s3.as_ref())
+        .is_none()
+    {
         record.state_serial_after = p
             .store
             .state_versions(tenant, name)
@@ -461,6 +480,35 @@ pub async fn run_workspace(
             .and_then(|v| v.first().map(|s| s.serial));
     }
     let _ = p.store.run_put(&record);
+    let elapsed = chrono::DateTime::parse_from_rfc3339(&record.created_at)
+        .map(|t| {
+            (chrono::Utc::now() - t.with_timezone(&chrono::Utc)).num_milliseconds() as f64 / 1000.0
+        })
+        .unwrap_or(0.0);
+    p.stats.run_ended(phase, elapsed);
+    let data = json!({"result": phase, "reason": record.reason, "message": record.message, "planId": st.last_plan.as_ref().map(|p| p.id.clone())});
+    let events: &[&str] = match (&ended.result, ended.operation) {
+        (RunResult::Succeeded, Operation::Plan) if ended.planned_with_defaults => {
+            &["run.completed"]
+        }
+        (RunResult::Succeeded, Operation::Plan)
+            if trigger == Trigger::Refresh && ended.has_changes =>
+        {
+            &["run.completed", "workspace.drifted"]
+        }
+        (RunResult::Succeeded, Operation::Plan)
+            if ended.has_changes && is_true(&st, AWAITING_APPROVAL) =>
+        {
+            &["run.awaiting_approval"]
+        }
+        (RunResult::Succeeded, _) => &["run.completed", "workspace.ready"],
+        (RunResult::Rejected(_), _) => &["run.rejected", "run.awaiting_approval"],
+        (RunResult::Interrupted(_), _) => &["run.interrupted"],
+        _ => &["run.errored", "workspace.failed"],
+    };
+    for e in events {
+        emit(&p.store, &record, e, data.clone());
+    }
     tracing::info!(run = %run_id, tenant, workspace = name, result = phase, "run ended");
 }
 
@@ -529,6 +577,16 @@ async fn run_inner(
         Err(e) => return fail(ended, "RunFailed", format!("internal error: {e}")),
     };
     record.inputs_hash = Some(inputs_hash(ws, &inputs));
+    record.inputs = super::facts::inputs_digest(ws, &inputs);
+    if let Some(changed) = changed_parts(&p.store, tenant, name, &record.inputs) {
+        record.caused_by = Some(match record.caused_by.take() {
+            Some(c) if c.starts_with("inputs changed") || c.is_empty() => {
+                format!("inputs changed: {changed}")
+            }
+            Some(c) => c,
+            None => format!("inputs changed: {changed}"),
+        });
+    }
     ended.planned_with_defaults = !inputs.defaults_used.is_empty();
     let _ = p.store.run_put(record);
     // Module: resolve the tag to a digest once, and use that digest for the whole run.
@@ -632,7 +690,21 @@ async fn run_inner(
     } else {
         None
     };
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let policy_slot: super::policy::Decisions = Default::default();
+    let input_secrets = secrets.clone();
+    let header = format!(
+        "sng: run {run_id} of {tenant}/{name}, operation {}, trigger {} ({}), correlation id {}, module {}@{digest}",
+        op_name(operation),
+        record.trigger,
+        record.caused_by.clone().unwrap_or_default(),
+        record.correlation_id,
+        m.source
+    );
+    let log_path = p.logs_dir.join(tenant).join(format!("{run_id}.log"));
+    if let Some(dir) = log_path.parent() {
+        let _ = std::fs::create_dir_all(dir);
+    }
+    let _ = std::fs::write(&log_path, format!("{header}\n"));
     let input = RunInput {
         run_id: run_id.to_string(),
         tenant: tenant.to_string(),
@@ -645,10 +717,19 @@ async fn run_inner(
         backend_password: password,
         operation: runner_op,
         secrets,
-        log_path: p.logs_dir.join(tenant).join(format!("{run_id}.log")),
-        progress: Some(tx),
+        log_path,
+        progress: None,
         expected_plan_hash,
         limits: run_limits(ws),
+        pre_apply: super::policy::pre_apply(
+            p,
+            tenant,
+            ws,
+            operation,
+            record,
+            policy_slot.clone(),
+            &input_secrets,
+        ),
         outputs_source: http_state.then(|| {
             let (store, t, n) = (p.store.clone(), tenant.to_string(), name.to_string());
             std::sync::Arc::new(move || {
@@ -661,37 +742,46 @@ async fn run_inner(
     let store = p.store.clone();
     let (t, n) = (tenant.to_string(), name.to_string());
     let generation = ws.metadata.generation.unwrap_or(0);
-    let mut live = st.clone();
-    let follow = tokio::spawn(async move {
-        while let Some(step) = rx.recv().await {
-            if step == "apply" {
-                let now = now_rfc3339();
-                set(&mut live, PLANNING, false, "", "", &now, generation);
-                set(
-                    &mut live,
-                    APPLYING,
-                    true,
-                    "Applying",
-                    "the run is applying the saved plan",
-                    &now,
-                    generation,
-                );
-                write_status(&store, &t, &n, &live);
-            }
+    let rec = record.clone();
+    let live = std::sync::Arc::new(std::sync::Mutex::new(st.clone()));
+    let live_in = live.clone();
+    let progress: sng_runner::ProgressFn = std::sync::Arc::new(move |progress| match progress {
+        sng_runner::Progress::Planned(plan) => {
+            let c = plan.counts;
+            let data = json!({"planId": plan_id(&rec.id, &plan.hash), "add": c.add, "change": c.change, "destroy": c.destroy, "import": c.import, "hash": plan.hash});
+            emit(&store, &rec, "run.planned", data);
         }
-        live
+        sng_runner::Progress::Step("apply") => {
+            let now = now_rfc3339();
+            let mut live = live_in.lock().expect("lock");
+            set(&mut live, PLANNING, false, "", "", &now, generation);
+            set(
+                &mut live,
+                APPLYING,
+                true,
+                "Applying",
+                "the run is applying the saved plan",
+                &now,
+                generation,
+            );
+            write_status(&store, &t, &n, &live);
+            emit(&store, &rec, "run.applying", json!({}));
+        }
+        sng_runner::Progress::Step(_) => {}
     });
+    let mut input = input;
+    input.progress = Some(progress);
     let out = sng_runner::execute(&p.runner, input, cancel).await;
-    if let Ok(live) = follow.await {
-        *st = live;
-    }
+    *st = live.lock().expect("lock").clone();
     record.steps = out.steps.clone();
     record.lock_holder = out.lock_holder.clone();
+    record.policies = policy_slot.lock().expect("lock").clone();
     if let Some(plan) = &out.plan {
         let id = plan_id(run_id, &plan.hash);
         let c = plan.counts;
         ended.has_changes = c.has_changes();
         let previous = st.last_plan.as_ref().map(|p| p.hash.clone());
+        record.plan_hash = Some(plan.hash.clone());
         st.last_plan = Some(PlanSummary {
             id: id.clone(),
             at: now_rfc3339(),
@@ -728,4 +818,98 @@ async fn run_inner(
 
 fn backend_is_http(b: &Backend) -> bool {
     matches!(b, Backend::Http { .. })
+}
+
+/// Emit an event of a run (never blocks the run: errors are logged).
+fn emit(store: &Store, record: &RunRecord, event_type: &str, data: Value) {
+    if let Err(e) = crate::events::emit_event(
+        store,
+        event_type,
+        &record.tenant,
+        &record.workspace,
+        Some(&record.id),
+        &record.correlation_id,
+        data,
+    ) {
+        tracing::warn!(run = %record.id, event_type, error = %e, "cannot record an event");
+    }
+}
+
+/// Which parts of the inputs differ from the last successful run's, in words.
+fn changed_parts(
+    store: &Store,
+    tenant: &str,
+    name: &str,
+    now: &std::collections::BTreeMap<String, String>,
+) -> Option<String> {
+    let runs = store.runs_of(tenant, name).ok()?;
+    let last = runs
+        .iter()
+        .find(|r| r.phase == "Succeeded" && !r.inputs.is_empty())?;
+    let mut changed: Vec<&str> = now
+        .iter()
+        .filter(|(k, v)| last.inputs.get(*k) != Some(*v))
+        .map(|(k, _)| k.as_str())
+        .collect();
+    changed.extend(
+        last.inputs
+            .keys()
+            .filter(|k| !now.contains_key(*k))
+            .map(String::as_str),
+    );
+    changed.sort();
+    changed.dedup();
+    (!changed.is_empty()).then(|| {
+        changed
+            .iter()
+            .map(|c| match *c {
+                "spec" => "the manifest (spec)",
+                "secrets" => "secret values",
+                "parents" => "parents' outputs",
+                "providers" => "Providers",
+                "imports" => "import ids",
+                "registry" => "registry credentials",
+                other => other,
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    })
+}
+
+/// Who or what caused a run, in words.
+fn cause(
+    store: &Store,
+    tenant: &str,
+    ws: &Workspace,
+    trigger: Trigger,
+    approval: Option<&(String, String, String)>,
+) -> String {
+    let generation = ws.metadata.generation.unwrap_or(0);
+    match trigger {
+        Trigger::Created => format!("workspace created (generation {generation})"),
+        Trigger::InputsChanged => format!("inputs changed (generation {generation})"),
+        Trigger::Refresh => format!(
+            "refresh every {}",
+            ws.spec
+                .refresh
+                .as_ref()
+                .map(|r| r.interval.as_str())
+                .unwrap_or("-")
+        ),
+        Trigger::Approval => match approval {
+            Some((plan, who, at)) => format!("approval of plan {plan} by {who} at {at}"),
+            None => "approval".into(),
+        },
+        Trigger::Retry => format!(
+            "retry after {} consecutive failures",
+            ws.status
+                .as_ref()
+                .and_then(|s| s.consecutive_failures)
+                .unwrap_or(0)
+        ),
+        Trigger::Destroy => {
+            let _ = (store, tenant);
+            "deletion with deletionPolicy Destroy".into()
+        }
+    }
 }

@@ -1,0 +1,226 @@
+//! `sng events` and `sng deadletters [replay ID]`: the events of a tenant and the webhook
+//! deliveries that gave up.
+
+use clap::{Args, Subcommand};
+use serde_json::Value;
+
+use crate::cli::{CliError, Global, Output};
+use crate::client::Client;
+
+/// The commands of events and dead letters (flattened into the top-level commands).
+#[derive(Subcommand, Debug)]
+pub enum EventsCommand {
+    /// List the events of the tenant, newest first.
+    Events(EventsArgs),
+    /// List webhook deliveries that gave up (dead letters), or replay one.
+    Deadletters(DeadlettersArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct EventsArgs {
+    /// Only the events of this workspace.
+    #[arg(long)]
+    pub workspace: Option<String>,
+    /// At most this many events (the newest).
+    #[arg(long, default_value_t = 100)]
+    pub limit: usize,
+    /// Output format.
+    #[arg(short, long, value_enum)]
+    pub output: Option<Output>,
+}
+
+#[derive(Args, Debug)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct DeadlettersArgs {
+    #[command(subcommand)]
+    pub command: Option<DeadlettersCommand>,
+    /// Output format.
+    #[arg(short, long, value_enum)]
+    pub output: Option<Output>,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum DeadlettersCommand {
+    /// Deliver a dead letter again, from its first attempt.
+    Replay {
+        /// Id of the dead letter, as listed by `sng deadletters`.
+        id: String,
+    },
+}
+
+/// Run one of the commands.
+pub fn run(g: &Global, command: EventsCommand) -> Result<(), CliError> {
+    let client = Client::new(g)?;
+    let tenant = &g.tenant;
+    match command {
+        EventsCommand::Events(args) => {
+            let mut path = format!("/tenants/{tenant}/events?limit={}", args.limit);
+            if let Some(ws) = &args.workspace {
+                path.push_str(&format!("&workspace={}", encode(ws)));
+            }
+            let answer = client.get(&path)?;
+            print_items(&answer, args.output, events_table)
+        }
+        EventsCommand::Deadletters(DeadlettersArgs {
+            command: Some(DeadlettersCommand::Replay { id }),
+            ..
+        }) => {
+            let answer = client.post(
+                &format!("/tenants/{tenant}/deadletters/{}/replay", encode(&id)),
+                &Value::Object(Default::default()),
+            )?;
+            println!(
+                "deadletter/{id} replayed (event {} to webhook {})",
+                answer["externalId"].as_str().unwrap_or("?"),
+                answer["webhook"].as_str().unwrap_or("?")
+            );
+            Ok(())
+        }
+        EventsCommand::Deadletters(DeadlettersArgs {
+            command: None,
+            output,
+        }) => {
+            let answer = client.get(&format!("/tenants/{tenant}/deadletters"))?;
+            print_items(&answer, output, dead_letters_table)
+        }
+    }
+}
+
+/// Percent-encoding of a path segment or query value (names are DNS labels, ids UUIDs: rarely needed).
+fn encode(text: &str) -> String {
+    text.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+fn print_items(
+    answer: &Value,
+    output: Option<Output>,
+    table: fn(&[Value]) -> Vec<Vec<String>>,
+) -> Result<(), CliError> {
+    let items = answer["items"].as_array().cloned().unwrap_or_default();
+    match output {
+        Some(Output::Json) => println!("{}", serde_json::to_string_pretty(&items).expect("json")),
+        Some(Output::Yaml) => print!("{}", serde_yaml::to_string(&items).expect("yaml")),
+        _ => print!("{}", columns(&table(&items))),
+    }
+    Ok(())
+}
+
+fn s(v: &Value, pointer: &str) -> String {
+    match v.pointer(pointer) {
+        Some(Value::String(s)) if !s.is_empty() => s.clone(),
+        Some(Value::Number(n)) => n.to_string(),
+        _ => "-".into(),
+    }
+}
+
+fn events_table(items: &[Value]) -> Vec<Vec<String>> {
+    let mut rows = vec![[
+        "OCCURRED",
+        "TYPE",
+        "WORKSPACE",
+        "RUN",
+        "CORRELATION",
+        "EXTERNAL ID",
+    ]
+    .map(String::from)
+    .to_vec()];
+    rows.extend(items.iter().map(|e| {
+        vec![
+            s(e, "/occurredAt"),
+            s(e, "/eventType"),
+            s(e, "/workspace"),
+            s(e, "/run"),
+            s(e, "/correlationId"),
+            s(e, "/externalId"),
+        ]
+    }));
+    rows
+}
+
+fn dead_letters_table(items: &[Value]) -> Vec<Vec<String>> {
+    let mut rows = vec![[
+        "ID",
+        "WEBHOOK",
+        "TYPE",
+        "WORKSPACE",
+        "ATTEMPTS",
+        "DEAD SINCE",
+        "LAST ERROR",
+    ]
+    .map(String::from)
+    .to_vec()];
+    rows.extend(items.iter().map(|l| {
+        vec![
+            s(l, "/id"),
+            s(l, "/webhook"),
+            s(l, "/event/eventType"),
+            s(l, "/event/workspace"),
+            s(l, "/attempts"),
+            s(l, "/deadAt"),
+            s(l, "/lastError"),
+        ]
+    }));
+    rows
+}
+
+/// Columns padded to their widest cell, three spaces apart; the last one is not padded.
+fn columns(rows: &[Vec<String>]) -> String {
+    let n = rows.iter().map(Vec::len).max().unwrap_or(0);
+    let widths: Vec<usize> = (0..n)
+        .map(|i| {
+            rows.iter()
+                .filter_map(|r| r.get(i))
+                .map(|c| c.chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let mut out = String::new();
+    for row in rows {
+        let mut line = String::new();
+        for (i, cell) in row.iter().enumerate() {
+            if i + 1 == row.len() {
+                line.push_str(cell);
+            } else {
+                line.push_str(&format!("{cell:<w$}   ", w = widths[i]));
+            }
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tables_align_their_columns() {
+        let rows = vec![
+            vec!["ID".into(), "WEBHOOK".into(), "LAST ERROR".into()],
+            vec![
+                "abc-123".into(),
+                "h".into(),
+                "the receiver answered 503".into(),
+            ],
+        ];
+        assert_eq!(
+            columns(&rows),
+            "ID        WEBHOOK   LAST ERROR\nabc-123   h         the receiver answered 503\n"
+        );
+    }
+
+    #[test]
+    fn query_values_are_encoded() {
+        assert_eq!(encode("pet"), "pet");
+        assert_eq!(encode("a b&c"), "a%20b%26c");
+    }
+}

@@ -1,0 +1,361 @@
+//! Run governance end to end with real runs: policies before apply (mandatory and advisory),
+//! signed webhooks seeing every transition of a run in order with one correlation id, run
+//! records that explain the run, and no secret in records, events or logs.
+
+mod common;
+
+use std::collections::HashMap;
+use std::io::{BufRead as _, BufReader, Read as _, Write as _};
+use std::net::{TcpListener, TcpStream};
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use common::*;
+use hmac::{Hmac, Mac as _};
+use serde_json::Value;
+use sng_oci::testing::TestRegistry;
+
+const HMAC_KEY: &str = "gov-hmac-key-77aa";
+const CANARY: &str = "CANARY-gov-secret-4242";
+
+/// One request seen by a receiver.
+#[derive(Clone, Debug)]
+struct Hit {
+    headers: HashMap<String, String>,
+    body: Vec<u8>,
+    answered: u16,
+}
+
+impl Hit {
+    fn json(&self) -> Value {
+        serde_json::from_slice(&self.body).unwrap()
+    }
+
+    fn ok(&self) -> bool {
+        (200..300).contains(&self.answered)
+    }
+}
+
+#[derive(Default)]
+struct Behaviour {
+    /// Answer 500 to this many requests first.
+    fail_next: usize,
+    /// Answer 503 to everything.
+    down: bool,
+    hits: Vec<Hit>,
+}
+
+/// A small HTTP receiver on 127.0.0.1, one request per connection.
+struct Receiver {
+    url: String,
+    state: Arc<Mutex<Behaviour>>,
+}
+
+impl Receiver {
+    fn start(behaviour: Behaviour) -> Receiver {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}/hook", listener.local_addr().unwrap());
+        let state = Arc::new(Mutex::new(behaviour));
+        let st = state.clone();
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(stream) = stream else { continue };
+                let _ = serve(stream, &st);
+            }
+        });
+        Receiver { url, state }
+    }
+
+    fn hits(&self) -> Vec<Hit> {
+        self.state.lock().unwrap().hits.clone()
+    }
+
+    fn delivered(&self) -> Vec<Hit> {
+        self.hits().into_iter().filter(Hit::ok).collect()
+    }
+}
+
+fn serve(stream: TcpStream, state: &Mutex<Behaviour>) -> std::io::Result<()> {
+    stream.set_read_timeout(Some(Duration::from_secs(5)))?;
+    let mut reader = BufReader::new(stream.try_clone()?);
+    let mut line = String::new();
+    reader.read_line(&mut line)?;
+    assert!(line.starts_with("POST /hook "), "request line: {line}");
+    let mut headers = HashMap::new();
+    loop {
+        line.clear();
+        reader.read_line(&mut line)?;
+        let l = line.trim_end();
+        if l.is_empty() {
+            break;
+        }
+        let (k, v) = l.split_once(':').unwrap();
+        headers.insert(k.trim().to_ascii_lowercase(), v.trim().to_string());
+    }
+    let len: usize = headers
+        .get("content-length")
+        .map_or(0, |v| v.parse().unwrap());
+    let mut body = vec![0; len];
+    reader.read_exact(&mut body)?;
+    let answered = {
+        let mut st = state.lock().unwrap();
+        let code = if st.down {
+            503
+        } else if st.fail_next > 0 {
+            st.fail_next -= 1;
+            500
+        } else {
+            200
+        };
+        st.hits.push(Hit {
+            headers,
+            body,
+            answered: code,
+        });
+        code
+    };
+    let mut stream = stream;
+    write!(
+        stream,
+        "HTTP/1.1 {answered} X\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+    )?;
+    stream.flush()
+}
+
+/// `sha256=<hex>` of the body with the key, computed here.
+fn expected_signature(key: &str, body: &[u8]) -> String {
+    let mut mac = Hmac::<sha2::Sha256>::new_from_slice(key.as_bytes()).unwrap();
+    mac.update(body);
+    format!("sha256={}", hex::encode(mac.finalize().into_bytes()))
+}
+
+const MODULE: &str = "terraform {\n  required_providers {\n    file = { source = \"example.com/sng/file\" }\n  }\n}\nvariable \"name\" {\n  type = string\n}\nvariable \"token\" {\n  type      = string\n  sensitive = true\n}\nresource \"file_document\" \"f\" {\n  path    = var.name\n  content = \"hello\"\n  secret  = var.token\n}\n";
+
+const DENY_DESTROY: &str = "package sng.nodestroy\nimport rego.v1\ndeny contains msg if {\n  some rc in input.plan.resource_changes\n  \"delete\" in rc.change.actions\n  msg := sprintf(\"%s would be destroyed\", [rc.address])\n}\n";
+const ADVISE: &str = "package audit.notes\nimport rego.v1\ndeny contains msg if {\n  input.run.counts.add > 0\n  msg := sprintf(\"%d resource(s) created in %s\", [input.run.counts.add, input.workspace.name])\n}\n";
+
+fn manifests(source: &str, root: &Path, name: &str, receiver: &str) -> String {
+    format!(
+        r#"apiVersion: v1
+kind: Secret
+metadata: {{name: creds}}
+stringData: {{token: {CANARY}, hmac: {HMAC_KEY}}}
+---
+apiVersion: tofu.stackngo.io/v1alpha1
+kind: Provider
+metadata: {{name: files}}
+spec: {{source: example.com/sng/file, config: {{root: {root}}}}}
+---
+apiVersion: tofu.stackngo.io/v1alpha1
+kind: Policy
+metadata: {{name: no-destroy}}
+spec:
+  enforcement: mandatory
+  rego: {deny:?}
+---
+apiVersion: tofu.stackngo.io/v1alpha1
+kind: Policy
+metadata: {{name: notes}}
+spec:
+  enforcement: advisory
+  workspaces: [w]
+  rego: {advise:?}
+---
+apiVersion: tofu.stackngo.io/v1alpha1
+kind: Webhook
+metadata: {{name: hook}}
+spec:
+  url: {receiver}
+  secretRef: {{name: creds, key: hmac}}
+---
+apiVersion: tofu.stackngo.io/v1alpha1
+kind: Workspace
+metadata: {{name: w}}
+spec:
+  module: {{source: {source}, tag: "1"}}
+  providers: [{{name: files}}]
+  vars: {{name: {name}}}
+  varsFrom:
+    - secretRef: {{name: creds, key: token}}
+"#,
+        root = root.display(),
+        deny = DENY_DESTROY,
+        advise = ADVISE,
+    )
+}
+
+#[test]
+fn policies_events_and_records_explain_every_run() {
+    let reg = TestRegistry::start().unwrap();
+    let files = tempfile::tempdir().unwrap();
+    let module = files.path().join("m");
+    std::fs::create_dir_all(&module).unwrap();
+    std::fs::write(module.join("main.tf"), MODULE).unwrap();
+    push_dir(&reg, &module, "acme/f", "1", None);
+    let root = files.path().join("root");
+    std::fs::create_dir_all(&root).unwrap();
+    let root_s = root.display().to_string();
+    let data = tempfile::tempdir().unwrap();
+    let receiver = Receiver::start(Behaviour::default());
+    let server = Server::start_runs(
+        data.path(),
+        &registry_addr(&reg),
+        &["--sandbox-rw", &root_s],
+    );
+
+    // a Rego syntax error is a validation error, naming the field
+    let bad = "apiVersion: tofu.stackngo.io/v1alpha1\nkind: Policy\nmetadata: {name: broken}\nspec: {enforcement: mandatory, rego: \"package x\\ndeny contains msg if {\"}\n";
+    let o = server.sng_as(&server.token, "default", &["apply", "-f", "-"], Some(bad));
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        err(&o).contains("Policy \"broken\": spec.rego:"),
+        "{}",
+        err(&o)
+    );
+
+    let source = reg.source("acme/f");
+    ok(server.sng_as(
+        &server.token,
+        "default",
+        &["apply", "-f", "-"],
+        Some(&manifests(&source, &root, "a.txt", &receiver.url)),
+    ));
+    let ws = server.settled("w");
+    assert_eq!(condition(&ws, "Ready").0, "True", "{}", ws["status"]);
+    assert!(root.join("a.txt").exists());
+    let first = server.api("/tenants/default/workspaces/w/runs")["items"][0].clone();
+    let decisions = first["policies"].as_array().unwrap();
+    assert_eq!(decisions.len(), 2, "{first}");
+    let notes = decisions.iter().find(|d| d["policy"] == "notes").unwrap();
+    assert_eq!(notes["enforcement"], "advisory");
+    assert_eq!(
+        notes["messages"][0], "1 resource(s) created in w",
+        "advisory results are recorded without blocking"
+    );
+
+    // the run record explains the run; `sng runs -o json` has the contract fields
+    let listed: Vec<Value> =
+        serde_json::from_str(&ok(server.sng(&["runs", "workspace", "w", "-o", "json"]))).unwrap();
+    for field in [
+        "id",
+        "trigger",
+        "moduleDigest",
+        "planHash",
+        "result",
+        "correlationId",
+    ] {
+        assert!(
+            listed[0].get(field).is_some_and(|v| !v.is_null()),
+            "`{field}` missing: {}",
+            listed[0]
+        );
+    }
+    assert_eq!(listed[0]["trigger"], "created");
+    assert!(listed[0]["stateSerialAfter"].as_i64().is_some());
+    let shown: Value = serde_yaml::from_str(&ok(server.sng(&[
+        "run",
+        "get",
+        first["id"].as_str().unwrap(),
+    ])))
+    .unwrap();
+    assert_eq!(shown["correlationId"], first["correlationId"]);
+
+    // the webhook saw every transition of that run, in order, one correlation id, signed
+    let corr = first["correlationId"].as_str().unwrap().to_string();
+    let hits = wait_for("the run's events", Duration::from_secs(60), || {
+        let hits: Vec<Hit> = receiver
+            .delivered()
+            .into_iter()
+            .filter(|h| h.json()["correlationId"] == corr.as_str())
+            .collect();
+        hits.iter()
+            .any(|h| h.json()["eventType"] == "workspace.ready")
+            .then_some(hits)
+    });
+    let types: Vec<String> = hits
+        .iter()
+        .map(|h| h.json()["eventType"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(
+        types,
+        [
+            "run.created",
+            "run.planning",
+            "run.planned",
+            "run.policy_checked",
+            "run.applying",
+            "run.completed",
+            "workspace.ready"
+        ]
+    );
+    for h in &hits {
+        assert_eq!(
+            h.headers["x-sng-signature"],
+            expected_signature(HMAC_KEY, &h.body)
+        );
+        let e = h.json();
+        for field in [
+            "eventType",
+            "externalId",
+            "correlationId",
+            "occurredAt",
+            "schemaVersion",
+        ] {
+            assert!(e[field].is_string(), "{field} in {e}");
+        }
+        assert_eq!(e["schemaVersion"], "1");
+    }
+
+    // a plan that destroys is stopped by the mandatory policy before apply
+    ok(server.sng_as(
+        &server.token,
+        "default",
+        &["apply", "-f", "-"],
+        Some(&manifests(&source, &root, "b.txt", &receiver.url)),
+    ));
+    let ws = wait_for("the denial", Duration::from_secs(120), || {
+        let ws = server.settled("w");
+        (ws["status"]["observedGeneration"] == 2).then_some(ws)
+    });
+    let (status, reason, message) = condition(&ws, "Failed");
+    assert_eq!(
+        (status.as_str(), reason.as_str()),
+        ("True", "PolicyDenied"),
+        "{}",
+        ws["status"]
+    );
+    assert!(
+        message.contains("no-destroy") && message.contains("file_document.f would be destroyed"),
+        "{message}"
+    );
+    assert!(
+        root.join("a.txt").exists() && !root.join("b.txt").exists(),
+        "nothing applied"
+    );
+    let denied = server.api("/tenants/default/workspaces/w/runs")["items"][0].clone();
+    assert_eq!(denied["reason"], "PolicyDenied");
+
+    // no secret in run records, events, logs, statuses
+    let mut everything = server.api("/tenants/default/workspaces/w/runs").to_string();
+    everything.push_str(&server.workspace("w").to_string());
+    everything.push_str(&ok(server.sng(&["events", "-o", "json"])));
+    for r in server.api("/tenants/default/workspaces/w/runs")["items"]
+        .as_array()
+        .unwrap()
+    {
+        everything.push_str(&ok(server.sng(&["logs", r["id"].as_str().unwrap()])));
+    }
+    for h in receiver.hits() {
+        everything.push_str(&String::from_utf8_lossy(&h.body));
+    }
+    for canary in [CANARY, HMAC_KEY] {
+        assert!(!everything.contains(canary), "`{canary}` leaked");
+    }
+    assert!(
+        std::fs::read_to_string(root.join("a.txt"))
+            .unwrap()
+            .contains(CANARY),
+        "the secret did reach the provider"
+    );
+}

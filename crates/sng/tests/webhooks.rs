@@ -1,0 +1,653 @@
+//! Events and webhooks end to end: a real `sng server`, receivers started by the tests, events
+//! injected through the admin API. Signatures verified here with the secret, independently of
+//! the server's code.
+
+mod common;
+
+use std::collections::{BTreeSet, HashMap};
+use std::io::{BufRead as _, BufReader, Read as _, Write as _};
+use std::net::{TcpListener, TcpStream};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use common::*;
+use hmac::{Hmac, Mac as _};
+use serde_json::{json, Value};
+
+/// The HMAC key of the tests' webhooks: must never appear anywhere but in the Secret.
+const CANARY: &str = "canary-hmac-key-5f1e0c9a";
+
+/// One request seen by a receiver.
+#[derive(Clone, Debug)]
+struct Hit {
+    headers: HashMap<String, String>,
+    body: Vec<u8>,
+    answered: u16,
+}
+
+impl Hit {
+    fn json(&self) -> Value {
+        serde_json::from_slice(&self.body).unwrap()
+    }
+
+    fn external_id(&self) -> String {
+        self.json()["externalId"].as_str().unwrap().to_string()
+    }
+
+    fn ok(&self) -> bool {
+        (200..300).contains(&self.answered)
+    }
+}
+
+#[derive(Default)]
+struct Behaviour {
+    /// Answer 500 to this many requests first.
+    fail_next: usize,
+    /// Answer 503 to everything.
+    down: bool,
+    hits: Vec<Hit>,
+}
+
+/// A small HTTP receiver on 127.0.0.1, one request per connection.
+struct Receiver {
+    url: String,
+    state: Arc<Mutex<Behaviour>>,
+}
+
+impl Receiver {
+    fn start(behaviour: Behaviour) -> Receiver {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}/hook", listener.local_addr().unwrap());
+        let state = Arc::new(Mutex::new(behaviour));
+        let st = state.clone();
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(stream) = stream else { continue };
+                let _ = serve(stream, &st);
+            }
+        });
+        Receiver { url, state }
+    }
+
+    fn hits(&self) -> Vec<Hit> {
+        self.state.lock().unwrap().hits.clone()
+    }
+
+    fn delivered(&self) -> Vec<Hit> {
+        self.hits().into_iter().filter(Hit::ok).collect()
+    }
+
+    fn set_down(&self, down: bool) {
+        self.state.lock().unwrap().down = down;
+    }
+}
+
+fn serve(stream: TcpStream, state: &Mutex<Behaviour>) -> std::io::Result<()> {
+    stream.set_read_timeout(Some(Duration::from_secs(5)))?;
+    let mut reader = BufReader::new(stream.try_clone()?);
+    let mut line = String::new();
+    reader.read_line(&mut line)?;
+    assert!(line.starts_with("POST /hook "), "request line: {line}");
+    let mut headers = HashMap::new();
+    loop {
+        line.clear();
+        reader.read_line(&mut line)?;
+        let l = line.trim_end();
+        if l.is_empty() {
+            break;
+        }
+        let (k, v) = l.split_once(':').unwrap();
+        headers.insert(k.trim().to_ascii_lowercase(), v.trim().to_string());
+    }
+    let len: usize = headers
+        .get("content-length")
+        .map_or(0, |v| v.parse().unwrap());
+    let mut body = vec![0; len];
+    reader.read_exact(&mut body)?;
+    let answered = {
+        let mut st = state.lock().unwrap();
+        let code = if st.down {
+            503
+        } else if st.fail_next > 0 {
+            st.fail_next -= 1;
+            500
+        } else {
+            200
+        };
+        st.hits.push(Hit {
+            headers,
+            body,
+            answered: code,
+        });
+        code
+    };
+    let mut stream = stream;
+    write!(
+        stream,
+        "HTTP/1.1 {answered} X\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+    )?;
+    stream.flush()
+}
+
+/// `sha256=<hex>` of the body with the key, computed here.
+fn expected_signature(key: &str, body: &[u8]) -> String {
+    let mut mac = Hmac::<sha2::Sha256>::new_from_slice(key.as_bytes()).unwrap();
+    mac.update(body);
+    format!("sha256={}", hex::encode(mac.finalize().into_bytes()))
+}
+
+/// A server with fast retries, its log (stderr) in `DATA/server.log`.
+fn start(dir: &Path, max_attempts: u32) -> Server {
+    let _ = std::fs::remove_file(dir.join("server.url"));
+    let log = std::fs::File::create(dir.join("server.log")).unwrap();
+    let child = Command::new(SNG)
+        .args(["server", "--listen", "127.0.0.1:0", "--data-dir"])
+        .arg(dir)
+        .env("SNG_LOG", "debug")
+        .env("SNG_WEBHOOK_BACKOFF_MS", "20")
+        .env("SNG_WEBHOOK_BACKOFF_CAP_MS", "200")
+        .env("SNG_WEBHOOK_MAX_ATTEMPTS", max_attempts.to_string())
+        .env("SNG_WEBHOOK_TIMEOUT_MS", "3000")
+        .env("SNG_WEBHOOK_POLL_MS", "200")
+        .stdout(Stdio::null())
+        .stderr(log)
+        .spawn()
+        .expect("start sng server");
+    let url = wait_for("server.url", Duration::from_secs(30), || {
+        let url = std::fs::read_to_string(dir.join("server.url")).ok()?;
+        let url = url.trim().to_string();
+        let up = reqwest::blocking::get(format!("{url}/healthz"))
+            .ok()?
+            .status()
+            .is_success();
+        up.then_some(url)
+    });
+    let token = std::fs::read_to_string(dir.join("admin.token"))
+        .unwrap()
+        .trim()
+        .to_string();
+    Server {
+        child: Some(child),
+        dir: dir.to_path_buf(),
+        url,
+        token,
+    }
+}
+
+/// The signing secret and webhooks of the default tenant, applied with `sng apply`.
+fn apply_hooks(server: &Server, files: &Path, hooks: &[(&str, &str, Option<&[&str]>)]) {
+    let mut text = format!(
+        "apiVersion: v1\nkind: Secret\nmetadata:\n  name: hook-key\nstringData:\n  hmac: {CANARY}\n"
+    );
+    for (name, url, events) in hooks {
+        text.push_str(&format!(
+            "---\napiVersion: tofu.stackngo.io/v1alpha1\nkind: Webhook\nmetadata:\n  name: {name}\nspec:\n  url: {url}\n  secretRef:\n    name: hook-key\n    key: hmac\n"
+        ));
+        if let Some(list) = events {
+            text.push_str(&format!("  events: [{}]\n", list.join(", ")));
+        }
+    }
+    let file = write(files, "hooks.yaml", &text);
+    ok(server.sng(&["apply", "-f", &file]));
+}
+
+fn call(
+    server: &Server,
+    method: reqwest::Method,
+    token: &str,
+    path: &str,
+    body: Option<Value>,
+) -> (u16, Value) {
+    let mut req = reqwest::blocking::Client::new()
+        .request(method, format!("{}/api/v1{path}", server.url))
+        .bearer_auth(token);
+    if let Some(b) = body {
+        req = req.json(&b);
+    }
+    let resp = req.send().unwrap();
+    let status = resp.status().as_u16();
+    let text = resp.text().unwrap();
+    (
+        status,
+        serde_json::from_str(&text).unwrap_or(Value::String(text)),
+    )
+}
+
+/// Inject an event as the platform admin; the event as written.
+fn inject(server: &Server, event_type: &str, workspace: &str, correlation: &str) -> Value {
+    let (code, body) = call(
+        server,
+        reqwest::Method::POST,
+        &server.token,
+        "/tenants/default/events",
+        Some(
+            json!({"eventType": event_type, "workspace": workspace, "correlationId": correlation,
+                    "run": "run-1", "data": {"phase": event_type}}),
+        ),
+    );
+    assert_eq!(code, 201, "{body}");
+    body
+}
+
+fn metrics(server: &Server) -> String {
+    let resp = reqwest::blocking::get(format!("{}/metrics", server.url)).unwrap();
+    assert!(resp.status().is_success());
+    let ct = resp.headers()["content-type"].to_str().unwrap().to_string();
+    assert!(ct.starts_with("text/plain; version=0.0.4"), "{ct}");
+    resp.text().unwrap()
+}
+
+fn metric(page: &str, sample: &str) -> f64 {
+    page.lines()
+        .find_map(|l| l.strip_prefix(sample)?.strip_prefix(' ')?.parse().ok())
+        .unwrap_or_else(|| panic!("no sample `{sample}` in\n{page}"))
+}
+
+fn json_out(server: &Server, args: &[&str]) -> Vec<Value> {
+    serde_json::from_str(&ok(server.sng(args))).unwrap()
+}
+
+#[test]
+fn receivers_get_signed_events_in_order_with_one_correlation_id() {
+    let data = tempfile::tempdir().unwrap();
+    let files = tempfile::tempdir().unwrap();
+    let server = start(data.path(), 8);
+    let all = Receiver::start(Behaviour::default());
+    let done = Receiver::start(Behaviour::default());
+    apply_hooks(
+        &server,
+        files.path(),
+        &[
+            ("all", &all.url, None),
+            ("done", &done.url, Some(&["run.completed", "run.errored"])),
+        ],
+    );
+
+    let lifecycle = [
+        "run.created",
+        "run.planning",
+        "run.planned",
+        "run.policy_checked",
+        "run.applying",
+        "run.completed",
+    ];
+    let sent: Vec<Value> = lifecycle
+        .iter()
+        .map(|t| inject(&server, t, "pet", "corr-A"))
+        .collect();
+    // Acknowledged before delivery: the answer is the event as written.
+    assert_eq!(sent[0]["schemaVersion"], "1");
+
+    wait_for("6 deliveries", Duration::from_secs(30), || {
+        (all.delivered().len() == 6 && done.delivered().len() == 1).then_some(())
+    });
+    let hits = all.hits();
+    assert_eq!(hits.len(), 6, "each event once");
+    for (hit, sent) in hits.iter().zip(&sent) {
+        let body = hit.json();
+        assert_eq!(&body, sent, "the body is the event as written");
+        assert_eq!(
+            hit.headers["x-sng-signature"],
+            expected_signature(CANARY, &hit.body)
+        );
+        assert_eq!(hit.headers["content-type"], "application/json");
+        assert_eq!(hit.headers["x-sng-event-type"], body["eventType"]);
+        assert_eq!(hit.headers["x-sng-delivery"], body["externalId"]);
+        let keys: Vec<&String> = body.as_object().unwrap().keys().take(5).collect();
+        assert_eq!(
+            keys,
+            [
+                "eventType",
+                "externalId",
+                "correlationId",
+                "occurredAt",
+                "schemaVersion"
+            ]
+        );
+        assert_eq!(
+            (
+                &body["tenant"],
+                &body["workspace"],
+                &body["run"],
+                &body["correlationId"]
+            ),
+            (
+                &json!("default"),
+                &json!("pet"),
+                &json!("run-1"),
+                &json!("corr-A")
+            )
+        );
+        assert!(body["occurredAt"].as_str().unwrap().ends_with('Z'));
+    }
+    let types: Vec<String> = hits
+        .iter()
+        .map(|h| h.json()["eventType"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(types, lifecycle, "in order of occurrence");
+    // The filter: only what the webhook asked for.
+    let d = done.hits();
+    assert_eq!(d.len(), 1);
+    assert_eq!(d[0].json(), sent[5]);
+    assert_eq!(
+        d[0].headers["x-sng-signature"],
+        expected_signature(CANARY, &d[0].body)
+    );
+
+    // The events are kept: newest first, by workspace.
+    let listed = json_out(&server, &["events", "-o", "json"]);
+    let mut newest_first = sent.clone();
+    newest_first.reverse();
+    assert_eq!(listed, newest_first);
+    assert!(json_out(&server, &["events", "--workspace", "other", "-o", "json"]).is_empty());
+    assert_eq!(
+        json_out(
+            &server,
+            &["events", "--workspace", "pet", "--limit", "2", "-o", "json"]
+        ),
+        newest_first[..2]
+    );
+    let table = ok(server.sng(&["events"]));
+    assert!(table.starts_with("OCCURRED"), "{table}");
+    assert!(
+        table.contains("run.completed") && table.contains("corr-A"),
+        "{table}"
+    );
+
+    // Tenant scope: another tenant's token sees 404, and may not inject.
+    let created = ok(server.sng(&["tenant", "create", "acme"]));
+    let acme = created.lines().last().unwrap().trim().to_string();
+    let (code, _) = call(
+        &server,
+        reqwest::Method::GET,
+        &acme,
+        "/tenants/default/events",
+        None,
+    );
+    assert_eq!(code, 404);
+    let (code, _) = call(
+        &server,
+        reqwest::Method::GET,
+        &acme,
+        "/tenants/default/deadletters",
+        None,
+    );
+    assert_eq!(code, 404);
+    let (code, body) = call(
+        &server,
+        reqwest::Method::POST,
+        &acme,
+        "/tenants/acme/events",
+        Some(json!({"eventType": "run.created", "workspace": "pet"})),
+    );
+    assert_eq!(code, 403, "{body}");
+    let (code, body) = call(
+        &server,
+        reqwest::Method::GET,
+        &acme,
+        "/tenants/acme/events",
+        None,
+    );
+    assert_eq!((code, body["items"].clone()), (200, json!([])));
+
+    let page = metrics(&server);
+    assert_eq!(
+        metric(&page, "sng_webhook_deliveries_total{result=\"delivered\"}"),
+        7.0
+    );
+    assert_eq!(
+        metric(&page, "sng_webhook_deliveries_total{result=\"failed\"}"),
+        0.0
+    );
+    assert_eq!(metric(&page, "sng_webhook_dead_letters"), 0.0);
+}
+
+#[test]
+fn a_failing_receiver_gets_each_event_exactly_once_after_recovery() {
+    let data = tempfile::tempdir().unwrap();
+    let files = tempfile::tempdir().unwrap();
+    let server = start(data.path(), 8);
+    let flaky = Receiver::start(Behaviour {
+        fail_next: 3,
+        ..Behaviour::default()
+    });
+    apply_hooks(&server, files.path(), &[("flaky", &flaky.url, None)]);
+
+    let sent: Vec<Value> = ["run.created", "run.applying", "run.completed"]
+        .iter()
+        .map(|t| inject(&server, t, "pet", "corr-B"))
+        .collect();
+    wait_for("3 deliveries", Duration::from_secs(30), || {
+        (flaky.delivered().len() == 3).then_some(())
+    });
+    // Nothing more comes after.
+    std::thread::sleep(Duration::from_millis(500));
+    let hits = flaky.hits();
+    let delivered = flaky.delivered();
+    assert_eq!(hits.len(), 6, "3 failures, then 3 deliveries");
+    assert_eq!(delivered.len(), 3, "2xx once per event");
+    let ids: BTreeSet<String> = delivered.iter().map(Hit::external_id).collect();
+    assert_eq!(ids.len(), 3, "distinct externalIds");
+    // The failures were all the first event: the next ones waited for it (order per webhook).
+    let first = sent[0]["externalId"].as_str().unwrap();
+    assert!(hits[..4].iter().all(|h| h.external_id() == first));
+    assert_eq!(
+        delivered.iter().map(Hit::json).collect::<Vec<_>>(),
+        sent,
+        "in order"
+    );
+    // Retries carry the same body and signature.
+    assert!(hits[..4].windows(2).all(|w| w[0].body == w[1].body
+        && w[0].headers["x-sng-signature"] == w[1].headers["x-sng-signature"]));
+    for h in &hits {
+        assert_eq!(
+            h.headers["x-sng-signature"],
+            expected_signature(CANARY, &h.body)
+        );
+    }
+
+    let page = metrics(&server);
+    assert_eq!(
+        metric(&page, "sng_webhook_deliveries_total{result=\"delivered\"}"),
+        3.0
+    );
+    assert_eq!(
+        metric(&page, "sng_webhook_deliveries_total{result=\"failed\"}"),
+        3.0
+    );
+    assert_eq!(metric(&page, "sng_webhook_dead_letters"), 0.0);
+    assert!(json_out(&server, &["deadletters", "-o", "json"]).is_empty());
+}
+
+#[test]
+fn a_dead_receiver_ends_in_the_dead_letters_and_a_replay_delivers_it() {
+    let data = tempfile::tempdir().unwrap();
+    let files = tempfile::tempdir().unwrap();
+    let mut server = start(data.path(), 3);
+    let dead = Receiver::start(Behaviour {
+        down: true,
+        ..Behaviour::default()
+    });
+    apply_hooks(&server, files.path(), &[("dead", &dead.url, None)]);
+
+    let first = inject(&server, "run.errored", "pet", "corr-C");
+    let second = inject(&server, "workspace.failed", "pet", "corr-C");
+    let letters = wait_for("2 dead letters", Duration::from_secs(30), || {
+        let l = json_out(&server, &["deadletters", "-o", "json"]);
+        (l.len() == 2).then_some(l)
+    });
+    // Newest first; each gave up after 3 attempts with the receiver's answer.
+    assert_eq!(letters[0]["event"], second);
+    assert_eq!(letters[1]["event"], first);
+    for l in &letters {
+        assert_eq!(l["webhook"], "dead");
+        assert_eq!(l["attempts"], 3);
+        assert_eq!(l["lastStatus"], 503);
+        assert_eq!(
+            l["lastError"],
+            "the receiver answered 503 Service Unavailable"
+        );
+    }
+    assert_eq!(dead.hits().len(), 6);
+    let table = ok(server.sng(&["deadletters"]));
+    let id = letters[1]["id"].as_str().unwrap().to_string();
+    assert!(table.starts_with("ID"), "{table}");
+    assert!(
+        table.contains(&id) && table.contains("run.errored") && table.contains("503"),
+        "{table}"
+    );
+    let page = metrics(&server);
+    assert_eq!(metric(&page, "sng_webhook_dead_letters"), 2.0);
+    assert_eq!(
+        metric(&page, "sng_webhook_deliveries_total{result=\"failed\"}"),
+        6.0
+    );
+
+    // The receiver recovers; the replay delivers the first event, once.
+    dead.set_down(false);
+    let out = ok(server.sng(&["deadletters", "replay", &id]));
+    assert!(out.contains(&format!("deadletter/{id} replayed")), "{out}");
+    wait_for("the replayed delivery", Duration::from_secs(30), || {
+        (dead.delivered().len() == 1).then_some(())
+    });
+    std::thread::sleep(Duration::from_millis(300));
+    let delivered = dead.delivered();
+    assert_eq!(delivered.len(), 1);
+    assert_eq!(delivered[0].json(), first);
+    assert_eq!(
+        delivered[0].headers["x-sng-signature"],
+        expected_signature(CANARY, &delivered[0].body)
+    );
+    let left = json_out(&server, &["deadletters", "-o", "json"]);
+    assert_eq!(left.len(), 1);
+    assert_eq!(left[0]["event"], second);
+    let page = metrics(&server);
+    assert_eq!(metric(&page, "sng_webhook_dead_letters"), 1.0);
+    assert_eq!(
+        metric(&page, "sng_webhook_deliveries_total{result=\"delivered\"}"),
+        1.0
+    );
+    // A dead letter is replayed once.
+    let again = server.sng(&["deadletters", "replay", &id]);
+    assert!(!again.status.success());
+    assert!(err(&again).contains("not found"), "{}", err(&again));
+
+    // Durable: after a restart, the dead letters and events are still there.
+    server.terminate();
+    let server = start(data.path(), 3);
+    assert_eq!(json_out(&server, &["deadletters", "-o", "json"]), left);
+    assert_eq!(json_out(&server, &["events", "-o", "json"]).len(), 2);
+}
+
+#[test]
+fn unknown_event_types_are_refused_and_the_secret_never_leaks() {
+    let data = tempfile::tempdir().unwrap();
+    let files = tempfile::tempdir().unwrap();
+    let server = start(data.path(), 2);
+    let down = Receiver::start(Behaviour {
+        down: true,
+        ..Behaviour::default()
+    });
+    apply_hooks(&server, files.path(), &[("down", &down.url, None)]);
+    // A webhook whose key is missing from the secret: its attempts fail, naming the key only.
+    let nokey = write(
+        files.path(),
+        "nokey.yaml",
+        &format!(
+            "apiVersion: tofu.stackngo.io/v1alpha1\nkind: Webhook\nmetadata:\n  name: nokey\nspec:\n  url: {}\n  secretRef:\n    name: hook-key\n    key: absent\n",
+            down.url
+        ),
+    );
+    ok(server.sng(&["apply", "-f", &nokey]));
+
+    // An event type outside the closed list: refused, nothing written.
+    let (code, body) = call(
+        &server,
+        reqwest::Method::POST,
+        &server.token,
+        "/tenants/default/events",
+        Some(json!({"eventType": "run.exploded", "workspace": "pet", "correlationId": "c"})),
+    );
+    assert_eq!(code, 422, "{body}");
+    let message = body["message"].as_str().unwrap();
+    assert!(
+        message.contains("unknown event type `run.exploded`") && message.contains("run.created"),
+        "{message}"
+    );
+    assert_eq!(body["details"]["causes"][0]["field"], "eventType");
+    let (code, body) = call(
+        &server,
+        reqwest::Method::POST,
+        &server.token,
+        "/tenants/default/events",
+        Some(json!({"eventType": "run.created", "workspace": "pet", "data": [1]})),
+    );
+    assert_eq!(code, 422, "{body}");
+    let (code, _) = call(
+        &server,
+        reqwest::Method::POST,
+        &server.token,
+        "/tenants/nope/events",
+        Some(json!({"eventType": "run.created", "workspace": "pet"})),
+    );
+    assert_eq!(code, 404);
+    assert!(json_out(&server, &["events", "-o", "json"]).is_empty());
+    // Nor may a Webhook subscribe to one.
+    let bad = write(
+        files.path(),
+        "bad.yaml",
+        &format!(
+            "apiVersion: tofu.stackngo.io/v1alpha1\nkind: Webhook\nmetadata:\n  name: bad\nspec:\n  url: {}\n  events: [run.exploded]\n  secretRef:\n    name: hook-key\n    key: hmac\n",
+            down.url
+        ),
+    );
+    let o = server.sng(&["apply", "-f", &bad]);
+    assert!(!o.status.success());
+    assert!(
+        err(&o).contains("unknown event type `run.exploded`"),
+        "{}",
+        err(&o)
+    );
+
+    inject(&server, "run.created", "pet", "corr-D");
+    let letters = wait_for("2 dead letters", Duration::from_secs(30), || {
+        let l = json_out(&server, &["deadletters", "-o", "json"]);
+        (l.len() == 2).then_some(l)
+    });
+    let nokey_letter = letters.iter().find(|l| l["webhook"] == "nokey").unwrap();
+    assert_eq!(
+        nokey_letter["lastError"],
+        "secret `hook-key` has no key `absent` (spec.secretRef)"
+    );
+    assert!(nokey_letter["lastStatus"].is_null());
+    // Only the webhook with a key reached the receiver.
+    assert_eq!(down.hits().len(), 2);
+
+    // The secret is nowhere: events, dead letters, tables, metrics, errors, the server's log.
+    let mut seen = vec![
+        ok(server.sng(&["events", "-o", "json"])),
+        ok(server.sng(&["events", "-o", "yaml"])),
+        ok(server.sng(&["deadletters", "-o", "json"])),
+        ok(server.sng(&["deadletters"])),
+        metrics(&server),
+        serde_json::to_string(&server.api("/tenants/default/webhooks")).unwrap(),
+        serde_json::to_string(&server.api("/tenants/default/secrets/hook-key")).unwrap(),
+    ];
+    let o = server.sng(&["deadletters", "replay", "no-such-id"]);
+    assert!(!o.status.success());
+    seen.push(err(&o));
+    for h in down.hits() {
+        seen.push(String::from_utf8_lossy(&h.body).into_owned());
+        seen.push(format!("{:?}", h.headers));
+    }
+    seen.push(std::fs::read_to_string(data.path().join("server.log")).unwrap());
+    for text in &seen {
+        assert!(!text.contains(CANARY), "the secret leaked in:\n{text}");
+    }
+    assert!(
+        seen.last().unwrap().contains("webhook delivery failed"),
+        "the log was captured"
+    );
+}
