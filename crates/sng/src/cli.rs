@@ -33,6 +33,9 @@ pub struct Global {
     /// API token (the server writes its admin token to DATA_DIR/admin.token).
     #[arg(long, env = "SNG_TOKEN", global = true, hide_env_values = true)]
     pub token: Option<String>,
+    /// Context of the client config file to use (default: its current context).
+    #[arg(long, env = "SNG_CONTEXT", global = true)]
+    pub context: Option<String>,
     /// Tenant to act in.
     #[arg(long, env = "SNG_TENANT", default_value = "default", global = true)]
     pub tenant: String,
@@ -113,6 +116,11 @@ pub enum Command {
     Run {
         #[command(subcommand)]
         command: RunCommand,
+    },
+    /// Named contexts (server, tenant, token) in the client config file, like kubeconfig.
+    Config {
+        #[command(subcommand)]
+        command: ConfigCommand,
     },
     /// Publish and inspect OpenTofu modules in OCI registries.
     Module {
@@ -206,6 +214,24 @@ pub enum KindCommand {
         #[arg(long, default_value = "10m", value_parser = parse_duration)]
         timeout: std::time::Duration,
     },
+}
+
+#[derive(Subcommand, Debug)]
+pub enum ConfigCommand {
+    /// Create or update a context from `--server`, `--tenant`, `--token` given on this command line.
+    SetContext {
+        /// Name of the context.
+        name: String,
+    },
+    /// Make a context the current one.
+    UseContext {
+        /// Name of the context.
+        name: String,
+    },
+    /// Print the current context.
+    CurrentContext,
+    /// List the contexts (never their tokens).
+    GetContexts,
 }
 
 #[derive(Subcommand, Debug)]
@@ -311,9 +337,26 @@ pub fn parse_kind(word: &str) -> Result<Kind, CliError> {
     })
 }
 
-pub fn run(cli: Cli) -> Result<(), CliError> {
-    let g = cli.global;
+pub fn run(cli: Cli, matches: &clap::ArgMatches) -> Result<(), CliError> {
+    let mut g = cli.global;
+    if let Command::Config { command } = &cli.command {
+        let sub = matches
+            .subcommand()
+            .map(|(_, m)| m)
+            .and_then(|m| m.subcommand().map(|(_, m)| m))
+            .unwrap_or(matches);
+        return match command {
+            ConfigCommand::SetContext { name } => crate::config::set_context(name, &g, sub),
+            ConfigCommand::UseContext { name } => crate::config::use_context(name),
+            ConfigCommand::CurrentContext => crate::config::current_context(),
+            ConfigCommand::GetContexts => crate::config::get_contexts(),
+        };
+    }
+    if !matches!(cli.command, Command::Server(_) | Command::Schema { .. }) {
+        crate::config::apply(&mut g, matches)?;
+    }
     match cli.command {
+        Command::Config { .. } => unreachable!("handled above"),
         Command::Server(args) => run_server(args),
         Command::Events(command) => crate::events::run(&g, command),
         Command::Schema { kind } => {

@@ -4,6 +4,7 @@
 mod apply;
 mod cli;
 mod client;
+mod config;
 mod events;
 mod get;
 mod module;
@@ -12,11 +13,12 @@ mod wait;
 
 use std::process::ExitCode;
 
-use clap::Parser as _;
+use clap::{CommandFactory as _, FromArgMatches as _};
 
 fn main() -> ExitCode {
-    let cli = cli::Cli::parse();
-    match cli::run(cli) {
+    let matches = cli::Cli::command().get_matches();
+    let cli = cli::Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+    match cli::run(cli, &matches) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => e.report(),
     }

@@ -372,3 +372,99 @@ fn schema_of_each_kind() {
         assert!(text.contains(needle), "schema lacks {needle}");
     }
 }
+
+#[test]
+fn named_contexts_like_kubeconfig_and_flags_win() {
+    let data = tempfile::tempdir().unwrap();
+    let cfgdir = tempfile::tempdir().unwrap();
+    let cfg = cfgdir.path().join("config.yaml");
+    let server = Server::start(data.path());
+    let acme_token = ok(server.sng(&["tenant", "create", "acme"]))
+        .lines()
+        .last()
+        .unwrap()
+        .to_string();
+    let sng = |args: &[&str], env: &[(&str, &str)]| {
+        let mut c = Command::new(SNG);
+        c.args(args)
+            .env("SNG_CONFIG", &cfg)
+            .env_remove("SNG_TOKEN")
+            .env_remove("SNG_SERVER")
+            .env_remove("SNG_TENANT")
+            .env_remove("SNG_CONTEXT");
+        for (k, v) in env {
+            c.env(k, v);
+        }
+        c.output().unwrap()
+    };
+    ok(sng(
+        &[
+            "config",
+            "set-context",
+            "admin",
+            "--server",
+            &server.url,
+            "--token",
+            &server.token,
+        ],
+        &[],
+    ));
+    ok(sng(
+        &[
+            "config",
+            "set-context",
+            "acme",
+            "--server",
+            &server.url,
+            "--token",
+            &acme_token,
+            "--tenant",
+            "acme",
+        ],
+        &[],
+    ));
+    assert_eq!(
+        ok(sng(&["config", "use-context", "acme"], &[])),
+        "switched to context acme\n"
+    );
+    assert_eq!(ok(sng(&["config", "current-context"], &[])), "acme\n");
+    let listed = ok(sng(&["config", "get-contexts"], &[]));
+    assert!(
+        listed.contains("acme") && !listed.contains(&acme_token),
+        "tokens are never listed: {listed}"
+    );
+    let mode =
+        std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(&cfg).unwrap().permissions());
+    assert_eq!(mode & 0o777, 0o600);
+    // the current context acts in acme; --context and env choose another without touching the file
+    let file = write(data.path(), "ws.yaml", &workspace("ctx", "1"));
+    assert_eq!(
+        ok(sng(&["apply", "-f", &file], &[])),
+        "workspace/ctx created\n"
+    );
+    assert!(ok(sng(&["kind", "get", "ws", "ctx", "--tenant", "acme"], &[])).contains("ctx"));
+    let o = sng(&["--context", "admin", "kind", "get", "ws", "ctx"], &[]);
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "the admin context acts in tenant default"
+    );
+    let o = sng(
+        &["kind", "get", "ws", "ctx"],
+        &[("SNG_CONTEXT", "admin"), ("SNG_TENANT", "acme")],
+    );
+    assert!(o.status.success(), "env wins over the context: {}", err(&o));
+    let o = sng(&["kind", "get", "ws"], &[("SNG_TOKEN", "sng_wrong")]);
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "a token in the environment wins over the context's"
+    );
+    assert_eq!(
+        ok(sng(&["config", "current-context"], &[])),
+        "acme\n",
+        "nothing changed the current context"
+    );
+    let o = sng(&["--context", "nope", "kind", "get", "ws"], &[]);
+    assert_eq!(o.status.code(), Some(2));
+}
