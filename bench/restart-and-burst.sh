@@ -301,7 +301,7 @@ while True:
     if now - t0 > timeout:
         sys.exit(f"bench: timed out: {s}")
     if now - last_report > 10:
-        print(f"bench:   {s['runsStarted'] - base - s['runsActive']}/{count} runs ended after {now - t0:.0f} s", file=sys.stderr)
+        print(f"bench:   {s['runsStarted'] - base}/{count} runs started after {now - t0:.0f} s", file=sys.stderr)
         last_report = now
     time.sleep(poll)
 while True:
@@ -511,12 +511,15 @@ EOF
     stats more.before
     cpu_ticks "$SERVER_PID" c0
     cg_usage restart2 g0
+    machine_ticks m0
     stamp t0
     "$SNG" apply -f "$WORK/more.yaml" >/dev/null
     read -r more_ms _ < <(wait_ready more- "$BURST_N" "$(get more.before.runsStarted)" "$t0" 0.05 $((300 + BURST_N * 10))) ||
       die "the burst on the restarted server did not become Ready (log: $LOG)"
     cpu_ticks "$SERVER_PID" c1
     cg_usage restart2 g1
+    machine_ticks m1
+    put more.other_cpu_ms "$(((m1_busy - m0_busy) * 1000 / CLK_TCK - (g1 - g0)))"
     put more.total_ms "$more_ms"
     put more.server_cpu_ms "$(((c1 - c0) * 1000 / CLK_TCK))"
     put more.all_cpu_ms "$((g1 - g0))"
@@ -532,6 +535,7 @@ if [ "$DO_BURST" = 1 ]; then
   say "burst: bare engine, $BARE_N runs one at a time"
   : >"$WORK/bare.txt"
   cg_new bare
+  machine_ticks m0
   (
     cg_add bare "$BASHPID"
     for i in $(seq 1 "$BARE_N"); do
@@ -539,13 +543,16 @@ if [ "$DO_BURST" = 1 ]; then
     done
   ) || die "a bare run failed"
   cg_usage bare g
+  machine_ticks m1
   put bare.cpu_ms_per_run "$((g / BARE_N))"
+  put bare.other_cpu_ms "$(((m1_busy - m0_busy) * 1000 / CLK_TCK - g))"
   put bare.samples "$(paste -sd';' "$WORK/bare.txt")"
 
   if [ "$BARE_PARALLEL" = 1 ]; then
     say "burst: bare engine, $BURST_N runs, $CORES at a time (control)"
     cg_new parallel
     : >"$WORK/parallel.txt"
+    machine_ticks m0
     stamp t0
     BARE_PIDS=()
     for w in $(seq 0 $((CORES - 1))); do
@@ -560,7 +567,9 @@ if [ "$DO_BURST" = 1 ]; then
     for p in "${BARE_PIDS[@]}"; do wait "$p" || die "a parallel bare run failed"; done
     BARE_PIDS=()
     elapsed_ms "$t0" par_ms
+    machine_ticks m1
     cg_usage parallel g
+    put bare_parallel.other_cpu_ms "$(((m1_busy - m0_busy) * 1000 / CLK_TCK - g))"
     put bare_parallel.total_ms "$par_ms"
     put bare_parallel.cpu_ms_per_run "$((g / BURST_N))"
     put bare_parallel.samples "$(paste -sd';' "$WORK/parallel.txt")"
@@ -596,6 +605,7 @@ if [ "$DO_BURST" = 1 ]; then
   put burst.polls "$polls"
   put burst.server_cpu_ms "$(((c1 - c0) * 1000 / CLK_TCK))"
   put burst.machine_busy_pct "$(((m1_busy - m0_busy) * 100 / (m1_total - m0_total)))"
+  put burst.other_cpu_ms "$(((m1_busy - m0_busy) * 1000 / CLK_TCK - (g1 - g0)))"
   put burst.t0_us "$t0"
   stats burst.after
   store_runs "$D" burst- burst.store
@@ -725,13 +735,17 @@ if do_burst:
     print(f"| reconcile passes during the burst | {i('burst.after.reconcilePasses') - i('burst.before.reconcilePasses')} |")
     print(f"| CPU: server, bwrap and engines / the server process alone | {cpu('burst.all_cpu_ms', burst_n)} / "
           f"{i('burst.server_cpu_ms') / burst_n:.0f} ms per run ({i('burst.server_cpu_ms') / 1000:.1f} s in all) |")
-    print(f"| whole machine busy during the burst (other work included) | {r['burst.machine_busy_pct']} % |")
+    if i("burst.all_cpu_ms"):
+        print(f"| CPU of other processes on the machine meanwhile (bare runs one at a time / control / sng burst) | "
+              f"{i('bare.other_cpu_ms') / 1000:.1f} s / {i('bare_parallel.other_cpu_ms') / 1000 if 'bare_parallel.other_cpu_ms' in r else 0:.1f} s / "
+              f"{i('burst.other_cpu_ms') / 1000:.1f} s |")
     if "more.total_ms" in r:
         m = i("more.total_ms")
         print(f"| *the same burst on the restarted server of part 1, which holds {restart_n} Ready workspaces* | "
               f"*{m / 1000:.1f} s = {m / ref:.2f}× the reference; {i('more.after.reconcilePasses') - i('more.before.reconcilePasses')} passes; "
               f"server process {i('more.server_cpu_ms') / burst_n:.0f} ms CPU per run ({i('more.server_cpu_ms') / 1000:.1f} s in all); "
-              f"{cpu('more.all_cpu_ms', burst_n)} with bwrap and engines; engine steps median {r['more.store.engine_median_ms']} ms* |")
+              f"{cpu('more.all_cpu_ms', burst_n)} with bwrap and engines; engine steps median {r['more.store.engine_median_ms']} ms; "
+              f"other processes {i('more.other_cpu_ms') / 1000:.1f} s CPU meanwhile* |")
     print()
     targets.append((f"burst: total ≤ 1.2× (bare median × {burst_n} / cores)", f"{total / 1000:.1f} s vs {ref / 1000:.1f} s = {total / ref:.2f}×",
                     verdict(total <= 1.2 * ref)))

@@ -33,4 +33,22 @@ pub struct TenantSpec {
     /// Human-friendly name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub display_name: Option<String>,
+    /// Limits of the tenant; absent = none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quotas: Option<Quotas>,
+}
+
+/// Quotas of a tenant. Exceeding one answers 429 `QuotaExceeded` (or holds runs back).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Quotas {
+    /// Most workspaces the tenant may hold.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workspaces: Option<u32>,
+    /// Most runs of the tenant at the same time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub concurrent_runs: Option<u32>,
+    /// Most runs started by the tenant in any hour.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runs_per_hour: Option<u32>,
 }

@@ -62,6 +62,31 @@ impl ApiError {
         Self::new(StatusCode::FORBIDDEN, "Forbidden", message)
     }
 
+    /// 401 with a reason: the token is known but expired or revoked.
+    pub fn unauthorized_because(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::UNAUTHORIZED, "Unauthorized", message)
+    }
+
+    /// 403: the token's role is too weak; names the role needed.
+    pub fn needs_role(what: &str, needed: sng_store::Role, has: sng_store::Role) -> Self {
+        Self::forbidden(format!(
+            "{what} needs the `{needed}` role (or higher); this token is `{has}`"
+        ))
+    }
+
+    /// 401 for a token that is known but no longer valid; the plain 401 otherwise.
+    pub fn token_refused(check: &sng_store::TokenCheck) -> Self {
+        match check {
+            sng_store::TokenCheck::Expired(at) => Self::unauthorized_because(format!(
+                "token expired at {at}\nhint: ask a tenant admin for a new one (`sng token create`)"
+            )),
+            sng_store::TokenCheck::Revoked(at) => Self::unauthorized_because(format!(
+                "token revoked at {at}\nhint: ask a tenant admin for a new one (`sng token create`)"
+            )),
+            _ => Self::unauthorized(),
+        }
+    }
+
     /// 404.
     pub fn not_found(message: impl Into<String>) -> Self {
         Self::new(StatusCode::NOT_FOUND, "NotFound", message)
@@ -128,12 +153,15 @@ impl From<StoreError> for ApiError {
             StoreError::Invalid(m) => {
                 ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "Invalid", m.clone())
             }
+            StoreError::QuotaExceeded(m) => {
+                ApiError::new(StatusCode::TOO_MANY_REQUESTS, "QuotaExceeded", m.clone())
+            }
             StoreError::Unavailable(_) => ApiError::new(
                 StatusCode::SERVICE_UNAVAILABLE,
                 "ServiceUnavailable",
                 "the store is busy; retry in a moment",
             ),
-            StoreError::Corrupt(_) | StoreError::Db(_) => {
+            StoreError::Corrupt(_) | StoreError::Key(_) | StoreError::Db(_) => {
                 tracing::error!(error = ?e, "store error");
                 ApiError::new(
                     StatusCode::INTERNAL_SERVER_ERROR,

@@ -3,9 +3,11 @@
 
 pub mod error;
 pub mod events;
+mod keys;
 pub mod platform;
 mod routes;
 mod state;
+pub mod tokens;
 
 use std::io::Write as _;
 use std::os::unix::fs::{DirBuilderExt as _, OpenOptionsExt as _};
@@ -15,6 +17,7 @@ use std::sync::Arc;
 use sng_store::{Role, Store};
 
 pub use error::{ApiError, Cause, StatusBody};
+pub use keys::rotate_master_key;
 pub use routes::{router, AppState};
 
 /// Settings of `sng server`.
@@ -55,6 +58,9 @@ pub enum ServerError {
     /// The store could not be opened.
     #[error("cannot open the store")]
     Store(#[from] sng_store::StoreError),
+    /// The master key cannot be used or rotated now.
+    #[error("{0}")]
+    MasterKey(String),
     /// The listen address could not be bound.
     #[error("cannot listen on `{addr}`")]
     Listen {
@@ -99,7 +105,9 @@ pub fn open_store(data_dir: &Path) -> Result<Store, ServerError> {
     Ok(store)
 }
 
-/// The key encrypting state at rest: `DATA_DIR/master.key` (0600), created on first start.
+/// The master key: `DATA_DIR/master.key` (0600), created on first start. It wraps the data key
+/// of each tenant (which seal state bodies and secret values); `sng server rotate-master-key`
+/// replaces it.
 fn master_key(data_dir: &Path) -> Result<[u8; 32], ServerError> {
     use std::io::Read as _;
     let path = data_dir.join("master.key");
@@ -130,6 +138,8 @@ fn master_key(data_dir: &Path) -> Result<[u8; 32], ServerError> {
 
 /// Run the server until SIGTERM or SIGINT, then stop cleanly (in-flight requests finish).
 pub async fn run(config: Config) -> Result<(), ServerError> {
+    // Shared with other servers; `sng server rotate-master-key` needs it alone.
+    let _data_dir_lock = keys::lock_data_dir(&config.data_dir, false)?;
     let store = Arc::new(open_store(&config.data_dir)?);
     let listener = tokio::net::TcpListener::bind(&config.listen)
         .await

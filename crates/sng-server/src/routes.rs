@@ -1,5 +1,7 @@
 //! Routes of the API. Every query is scoped by the tenant of the path, and a token only sees
-//! its own tenant: another tenant answers 404, as if it did not exist.
+//! its own tenant: another tenant answers 404, as if it did not exist (never 403). Inside its
+//! tenant, a token's role decides what it may do: `viewer` reads (no secret values), `operator`
+//! also changes things, `admin` also manages the tenant's settings and tokens.
 
 use std::sync::Arc;
 
@@ -13,7 +15,7 @@ use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use sng_api::{Kind, Object};
-use sng_store::{ApplyOutcome, Principal, Role, Store, StoreError};
+use sng_store::{ApplyOutcome, Principal, Role, Store, StoreError, TokenCheck};
 
 use crate::error::ApiError;
 
@@ -37,6 +39,10 @@ pub fn router(state: AppState) -> Router {
             get(get_tenant).delete(delete_tenant),
         )
         .route("/api/v1/tenants/{tenant}/apply", post(apply))
+        .route(
+            "/api/v1/tenants/{tenant}/rotate-key",
+            post(crate::keys::rotate_tenant_key),
+        )
         .route(
             "/api/v1/tenants/{tenant}/workspaces/{name}/runs",
             get(list_runs),
@@ -70,6 +76,7 @@ pub fn router(state: AppState) -> Router {
         )
         .merge(crate::state::state_routes())
         .merge(crate::events::routes())
+        .merge(crate::tokens::routes())
         .fallback(|| async { ApiError::not_found("no such API path") })
         .with_state(state)
 }
@@ -102,21 +109,36 @@ impl FromRequestParts<AppState> for Caller {
             .filter(|t| !t.is_empty())
             .ok_or_else(ApiError::unauthorized)?
             .to_string();
-        blocking(state, move |s| s.authenticate(&token))
-            .await?
-            .map(Caller)
-            .ok_or_else(ApiError::unauthorized)
+        match blocking(state, move |s| s.check_token(&token)).await? {
+            TokenCheck::Valid(p) => Ok(Caller(p)),
+            refused => Err(ApiError::token_refused(&refused)),
+        }
     }
 }
 
 impl Caller {
-    /// Tenants of others answer 404, as if they did not exist.
-    fn scope(&self, tenant: &str) -> Result<(), ApiError> {
+    /// Tenants of others answer 404, as if they did not exist. Any role may read its tenant.
+    pub(crate) fn scope(&self, tenant: &str) -> Result<(), ApiError> {
         if self.0.can_see(tenant) {
             Ok(())
         } else {
             Err(ApiError::not_found(format!("Tenant `{tenant}` not found")))
         }
+    }
+
+    /// The token's role includes `needed`; 403 naming the role otherwise.
+    pub(crate) fn role(&self, needed: Role, what: &str) -> Result<(), ApiError> {
+        if self.0.role.allows(needed) {
+            Ok(())
+        } else {
+            Err(ApiError::needs_role(what, needed, self.0.role))
+        }
+    }
+
+    /// [`Caller::scope`] first (another tenant: 404, never 403), then [`Caller::role`].
+    pub(crate) fn require(&self, tenant: &str, needed: Role, what: &str) -> Result<(), ApiError> {
+        self.scope(tenant)?;
+        self.role(needed, what)
     }
 
     fn platform_admin(&self, what: &str) -> Result<(), ApiError> {
@@ -127,6 +149,15 @@ impl Caller {
                 "{what} needs the platform admin token"
             )))
         }
+    }
+}
+
+/// The role that writes (applies or deletes) objects of a kind: the tenant's governance settings
+/// (policies, webhooks) need `admin`, the rest `operator`. Tenants are the platform admin's.
+fn write_role(kind: Kind) -> Role {
+    match kind {
+        Kind::Policy | Kind::Webhook => Role::Admin,
+        _ => Role::Operator,
     }
 }
 
@@ -251,6 +282,7 @@ async fn delete_tenant(
     caller: Caller,
     Path(tenant): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
+    caller.scope(&tenant)?;
     caller.platform_admin("deleting a tenant")?;
     let obj = blocking(&st, move |s| s.delete(Kind::Tenant, "", &tenant)).await?;
     Ok(Json(render(obj, false)))
@@ -283,7 +315,7 @@ async fn apply(
     Path(tenant): Path<String>,
     body: Result<Json<ApplyRequest>, JsonRejection>,
 ) -> Result<Json<Value>, ApiError> {
-    caller.scope(&tenant)?;
+    caller.require(&tenant, Role::Operator, "applying")?;
     let Json(req) = body.map_err(|e| ApiError::bad_request(e.body_text()))?;
     let objects = sng_api::decode_all(&req.items).map_err(|errs| ApiError::invalid(&errs))?;
     // Rego is checked by the evaluator the platform runs: a syntax error is a validation error.
@@ -307,6 +339,11 @@ async fn apply(
     for obj in &objects {
         if obj.kind() == Kind::Tenant {
             caller.platform_admin("applying a Tenant")?;
+        } else {
+            caller.role(
+                write_role(obj.kind()),
+                &format!("applying a {}", obj.kind()),
+            )?;
         }
         if let Some(t) = obj
             .meta()
@@ -374,6 +411,9 @@ async fn get_one(
     if kind == Kind::Tenant {
         caller.scope(&name)?;
     }
+    if q.reveal {
+        caller.role(Role::Operator, "revealing secret values")?;
+    }
     let mut changes = st.store.subscribe();
     let deadline = tokio::time::Instant::now()
         + std::time::Duration::from_secs(q.timeout_seconds.unwrap_or(30).min(300));
@@ -405,7 +445,10 @@ async fn delete_one(
     caller.scope(&tenant)?;
     let kind = kind_of(&kind)?;
     if kind == Kind::Tenant {
+        caller.scope(&name)?;
         caller.platform_admin("deleting a tenant")?;
+    } else {
+        caller.role(write_role(kind), &format!("deleting a {kind}"))?;
     }
     if kind == Kind::Workspace {
         let platform = st.platform.clone();
@@ -435,8 +478,13 @@ async fn delete_one(
     Ok(Json(render(obj, false)))
 }
 
-async fn write_status(caller: Caller) -> impl IntoResponse {
-    let _ = caller;
+async fn write_status(
+    caller: Caller,
+    Path((tenant, _, _)): Path<(String, String, String)>,
+) -> impl IntoResponse {
+    if let Err(e) = caller.scope(&tenant) {
+        return e;
+    }
     ApiError::forbidden("status is written by the platform only; change the spec instead")
 }
 
@@ -546,7 +594,7 @@ async fn approve(
     Path((tenant, name)): Path<(String, String)>,
     body: Result<Json<ApproveRequest>, JsonRejection>,
 ) -> Result<Json<Value>, ApiError> {
-    caller.scope(&tenant)?;
+    caller.require(&tenant, Role::Operator, "approving a plan")?;
     let Json(req) = body.map_err(|e| ApiError::bad_request(e.body_text()))?;
     let who = format!("token:{}", caller.0.token_id);
     let n = name.clone();
@@ -586,7 +634,7 @@ async fn cancel_run(
     caller: Caller,
     Path((tenant, name)): Path<(String, String)>,
 ) -> Result<Json<Value>, ApiError> {
-    caller.scope(&tenant)?;
+    caller.require(&tenant, Role::Operator, "cancelling a run")?;
     let cancelled = st
         .platform
         .as_ref()
@@ -605,7 +653,7 @@ async fn refresh_now(
     caller: Caller,
     Path((tenant, name)): Path<(String, String)>,
 ) -> Result<Json<Value>, ApiError> {
-    caller.scope(&tenant)?;
+    caller.require(&tenant, Role::Operator, "refreshing a workspace")?;
     let n = name.clone();
     blocking(&st, move |s| {
         let Some(Object::Workspace(ws)) = s.get(Kind::Workspace, &tenant, &n)? else {

@@ -1,6 +1,7 @@
 //! The OpenTofu `http` state backend, per tenant and workspace:
 //! `GET|POST|DELETE /state/v1/{tenant}/{workspace}` and `LOCK|UNLOCK …/lock`.
-//! Only a run's token (basic auth password) may use it, for its own workspace, while the run lives.
+//! A run's token (basic auth password) may use it for its own workspace while the run lives; an
+//! API token of the tenant with the `operator` role (or higher) acts as a third party.
 
 use axum::body::Bytes;
 use axum::extract::{Path, Query, State};
@@ -11,7 +12,7 @@ use axum::Router;
 use base64::Engine as _;
 use md5::{Digest as _, Md5};
 use serde::Deserialize;
-use sng_store::{LockOutcome, RunToken, WriteOutcome};
+use sng_store::{LockOutcome, Role, RunToken, TokenCheck, WriteOutcome};
 
 use crate::error::ApiError;
 use crate::routes::{blocking, AppState};
@@ -23,8 +24,9 @@ pub fn state_routes() -> Router<AppState> {
         .route("/state/v1/{tenant}/{workspace}/lock", any(lock))
 }
 
-/// The run token from basic auth, checked against the path. Unknown token → 401;
-/// another workspace → 404, as if it did not exist.
+/// The run token from basic auth, checked against the path. Unknown, expired or revoked token →
+/// 401; another workspace or another tenant → 404, as if it did not exist (never 403); an API
+/// token of the tenant with a role weaker than `operator` → 403.
 async fn run_of(
     st: &AppState,
     headers: &HeaderMap,
@@ -44,22 +46,38 @@ async fn run_of(
         .and_then(|pair| pair.split_once(':').map(|(_, p)| p.to_string()))
         .ok_or_else(ApiError::unauthorized)?;
     let (t, w) = (tenant.to_string(), ws.to_string());
-    let found = blocking(st, move |s| {
+    let (run, check) = blocking(st, move |s| {
         if let Some(run) = s.run_token_check(&password)? {
-            return Ok(Some(run));
+            return Ok((Some(run), TokenCheck::Unknown));
         }
+        Ok((None, s.check_token(&password)?))
+    })
+    .await?;
+    let found = match (run, check) {
+        (Some(run), _) => run,
         // A person with an API token of the tenant (e.g. `terraform force-unlock`, inspection):
         // acts as a third party, never as a run.
-        Ok(s.authenticate(&password)?
-            .filter(|p| p.can_see(&t))
-            .map(|p| RunToken {
-                tenant: t.clone(),
-                workspace: w.clone(),
+        (None, TokenCheck::Valid(p)) => {
+            if !p.can_see(&t) {
+                return Err(ApiError::not_found(format!(
+                    "state of `{tenant}/{ws}` not found"
+                )));
+            }
+            if !p.role.allows(Role::Operator) {
+                return Err(ApiError::needs_role(
+                    "using the state backend",
+                    Role::Operator,
+                    p.role,
+                ));
+            }
+            RunToken {
+                tenant: t,
+                workspace: w,
                 run_id: format!("user:{}", p.token_id),
-            }))
-    })
-    .await?
-    .ok_or_else(ApiError::unauthorized)?;
+            }
+        }
+        (None, refused) => return Err(ApiError::token_refused(&refused)),
+    };
     if found.tenant != tenant || found.workspace != ws {
         return Err(ApiError::not_found(format!(
             "state of `{tenant}/{ws}` not found"

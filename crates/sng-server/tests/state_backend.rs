@@ -202,9 +202,10 @@ async fn tenant_tokens_cannot_reach_another_tenants_state() {
             platform: None,
         },
     };
+    // a valid token of another tenant: 404, as if the state did not exist (never 401 or 403)
     assert_eq!(
         b.call("GET", "/state/v1/default/pet", &acme, None).await.0,
-        StatusCode::UNAUTHORIZED
+        StatusCode::NOT_FOUND
     );
     assert_eq!(
         b.call(
@@ -215,10 +216,57 @@ async fn tenant_tokens_cannot_reach_another_tenants_state() {
         )
         .await
         .0,
-        StatusCode::UNAUTHORIZED
+        StatusCode::NOT_FOUND
     );
     assert_eq!(
         b.call("GET", "/state/v1/acme/pet", &acme, None).await.0,
         StatusCode::NO_CONTENT
     );
+}
+
+#[tokio::test]
+async fn third_party_access_needs_the_operator_role() {
+    let store = Store::open_in_memory().unwrap();
+    let tenant = sng_api::decode(&json!({"apiVersion": "tofu.stackngo.io/v1alpha1", "kind": "Tenant", "metadata": {"name": "acme"}}), 1).unwrap();
+    store.apply("", vec![tenant], false).unwrap();
+    let token = |role| store.create_token(Some("acme"), role, "t").unwrap();
+    let (_, viewer) = token(Role::Viewer);
+    let (_, operator) = token(Role::Operator);
+    let (revoked_info, revoked) = token(Role::Admin);
+    store.revoke_token(Some("acme"), &revoked_info.id).unwrap();
+    let b = Backend {
+        state: AppState {
+            store: Arc::new(store),
+            platform: None,
+        },
+    };
+    let url = "/state/v1/acme/pet";
+    let (code, body) = b.call("GET", url, &viewer, None).await;
+    assert_eq!(code, StatusCode::FORBIDDEN, "{body}");
+    assert!(body.contains("`operator`"), "{body}");
+    assert_eq!(
+        b.call(
+            "LOCK",
+            &format!("{url}/lock"),
+            &viewer,
+            Some(lock("V", "v"))
+        )
+        .await
+        .0,
+        StatusCode::FORBIDDEN
+    );
+    // a viewer of another tenant still gets 404
+    assert_eq!(
+        b.call("GET", "/state/v1/default/pet", &viewer, None)
+            .await
+            .0,
+        StatusCode::NOT_FOUND
+    );
+    assert_eq!(
+        b.call("GET", url, &operator, None).await.0,
+        StatusCode::NO_CONTENT
+    );
+    let (code, body) = b.call("GET", url, &revoked, None).await;
+    assert_eq!(code, StatusCode::UNAUTHORIZED);
+    assert!(body.contains("revoked"), "{body}");
 }

@@ -1,5 +1,5 @@
-//! Encryption at rest (AES-256-GCM) of state bodies. The key lives in the data directory,
-//! outside the database file.
+//! Encryption at rest (AES-256-GCM). The master key lives in the data directory, outside the
+//! database file; it only wraps the data keys of the tenants (see `keys`).
 
 use aes_gcm::aead::{Aead, KeyInit};
 use aes_gcm::{Aes256Gcm, Nonce};
@@ -32,6 +32,16 @@ impl Cipher {
         let mut k = [0u8; 32];
         rand::rng().fill_bytes(&mut k);
         k
+    }
+
+    /// A public identifier of a key (16 hex digits of a domain-separated SHA-256): tells which
+    /// master key wrapped a data key without revealing anything of it.
+    pub fn key_id(key: &[u8; 32]) -> String {
+        use sha2::{Digest as _, Sha256};
+        let mut h = Sha256::new();
+        h.update(b"sng/master-key-id/v1\0");
+        h.update(key);
+        hex::encode(&h.finalize()[..8])
     }
 
     /// nonce (12 bytes) ‖ ciphertext+tag. `aad` binds the ciphertext to its row.

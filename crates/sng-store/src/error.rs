@@ -17,9 +17,16 @@ pub enum StoreError {
     /// The request is not allowed by a rule of the store.
     #[error("{0}")]
     Invalid(String),
+    /// A quota of the tenant would be exceeded.
+    #[error("{0}")]
+    QuotaExceeded(String),
     /// The database is busy or locked: try again.
     #[error("the store is busy, try again")]
     Unavailable(#[source] rusqlite::Error),
+    /// The master key does not open the stored data keys (wrong `master.key`), or a data key
+    /// does not open what it should.
+    #[error("{0}")]
+    Key(String),
     /// A stored record could not be read back.
     #[error("corrupt record: {0}")]
     Corrupt(String),

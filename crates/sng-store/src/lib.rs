@@ -6,6 +6,7 @@
 mod crypto;
 mod error;
 mod events;
+mod keys;
 mod migrations;
 mod objects;
 mod runs;
@@ -13,7 +14,7 @@ mod state;
 mod tokens;
 
 use std::path::Path;
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Mutex, MutexGuard, RwLock};
 
 use rusqlite::Connection;
 
@@ -23,10 +24,11 @@ pub use events::{
     now_millis, unix_millis, DeadLetter, Delivery, Event, OutboxEvent, WebhookStats,
     EVENT_SCHEMA_VERSION,
 };
+pub use keys::{MasterKeyRotation, TenantKey, TenantKeyRotation};
 pub use objects::{Applied, ApplyOutcome};
 pub use runs::{RunRecord, RunToken};
 pub use state::{state_meta, LockOutcome, StateLock, StateVersion, WriteOutcome};
-pub use tokens::{Principal, Role, TokenInfo};
+pub use tokens::{Principal, Role, TokenCheck, TokenInfo};
 
 /// Result of store operations.
 pub type Result<T, E = StoreError> = std::result::Result<T, E>;
@@ -34,14 +36,17 @@ pub type Result<T, E = StoreError> = std::result::Result<T, E>;
 /// The SQLite store. Every call runs in its own transaction; the connection is shared.
 pub struct Store {
     conn: Mutex<Connection>,
-    cipher: Cipher,
+    /// The master key: it wraps the data key of each tenant (`keys`).
+    master: RwLock<keys::MasterKey>,
     /// The revision of the last committed object write, for watchers.
     changes: tokio::sync::watch::Sender<i64>,
 }
 
 impl Store {
     /// Open (and create or migrate) the store at `path`; the `default` tenant always exists.
-    /// `key` encrypts state bodies at rest.
+    /// `key` is the master key: it wraps the data keys of the tenants, which seal state bodies
+    /// and secret values. A key that is not the one of the store is refused ([`StoreError::Key`]);
+    /// rows of the previous scheme are re-sealed under the tenant keys here.
     pub fn open(path: &Path, key: &[u8; 32]) -> Result<Store> {
         let conn = Connection::open(path)?;
         Self::init(conn, key)
@@ -59,9 +64,15 @@ impl Store {
         conn.pragma_update(None, "synchronous", "FULL")?;
         conn.pragma_update(None, "foreign_keys", "ON")?;
         migrations::migrate(&mut conn)?;
+        let master = keys::MasterKey::new(key);
+        keys::check_master_key(&conn, &master)?;
+        keys::scrubbing(&mut conn, |tx| {
+            let (secrets, states) = keys::upgrade_legacy(tx, &master)?;
+            Ok(((), secrets + states > 0))
+        })?;
         let store = Store {
             conn: Mutex::new(conn),
-            cipher: Cipher::new(key),
+            master: RwLock::new(master),
             changes: tokio::sync::watch::Sender::new(0),
         };
         store.ensure_default_tenant()?;
@@ -80,6 +91,14 @@ impl Store {
     fn conn(&self) -> MutexGuard<'_, Connection> {
         // A panic while holding the lock leaves SQLite consistent (transactions roll back).
         self.conn.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The master key in use (take the connection first: a rotation holds it while it switches).
+    fn master(&self) -> keys::MasterKey {
+        self.master
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
 }
 

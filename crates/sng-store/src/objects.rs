@@ -7,6 +7,7 @@ use serde_json::Value;
 use sng_api::tenant::DEFAULT_TENANT;
 use sng_api::{Kind, Object, ObjectMeta, GROUP_VERSION};
 
+use crate::keys::{Keyring, StoredSpec};
 use crate::{now_rfc3339, Result, Store, StoreError};
 
 /// What an apply did to one object (`kubectl apply` words).
@@ -57,10 +58,13 @@ struct Row {
     spec: String,
     status: Option<String>,
     deleted_at: Option<String>,
+    /// Sealed values of a Secret (its `data`), with the tenant's data key `key_version`.
+    sealed: Option<Vec<u8>>,
+    key_version: Option<i64>,
 }
 
 const COLUMNS: &str =
-    "name, uid, generation, resource_version, created_at, labels, annotations, spec, status, deleted_at";
+    "name, uid, generation, resource_version, created_at, labels, annotations, spec, status, deleted_at, sealed, key_version";
 
 fn read_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<(String, Row)> {
     Ok((
@@ -75,11 +79,37 @@ fn read_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<(String, Row)> {
             spec: r.get(7)?,
             status: r.get(8)?,
             deleted_at: r.get(9)?,
+            sealed: r.get(10)?,
+            key_version: r.get(11)?,
         },
     ))
 }
 
-fn to_object(kind: Kind, tenant: &str, name: String, row: Row) -> Result<Object> {
+/// The whole spec of a stored object, its sealed values opened.
+fn open_spec(
+    keys: &mut Keyring<'_>,
+    kind: Kind,
+    tenant: &str,
+    name: &str,
+    row: &Row,
+) -> Result<String> {
+    let stored = StoredSpec {
+        uid: &row.uid,
+        spec: &row.spec,
+        sealed: row.sealed.as_deref(),
+        version: row.key_version,
+    };
+    keys.open_spec(kind, scope(kind, tenant), name, stored)
+}
+
+fn to_object(
+    keys: &mut Keyring<'_>,
+    kind: Kind,
+    tenant: &str,
+    name: String,
+    row: Row,
+) -> Result<Object> {
+    let spec = open_spec(keys, kind, tenant, &name, &row)?;
     let corrupt = |e: serde_json::Error| StoreError::Corrupt(format!("{kind} `{name}`: {e}"));
     let meta = ObjectMeta {
         name: name.clone(),
@@ -92,7 +122,7 @@ fn to_object(kind: Kind, tenant: &str, name: String, row: Row) -> Result<Object>
         creation_timestamp: Some(row.created_at),
         deletion_timestamp: row.deleted_at,
     };
-    let spec: Value = serde_json::from_str(&row.spec).map_err(corrupt)?;
+    let spec: Value = serde_json::from_str(&spec).map_err(corrupt)?;
     let status = row
         .status
         .as_deref()
@@ -128,6 +158,28 @@ fn check_version(meta: &ObjectMeta, stored: i64, label: &str) -> Result<()> {
     }
 }
 
+/// The tenant's `spec.quotas.workspaces`, checked inside the write transaction.
+fn check_workspace_quota(tx: &Transaction<'_>, tenant: &str) -> Result<()> {
+    let Some(row) = get_row(tx, Kind::Tenant, "", tenant)? else {
+        return Ok(());
+    };
+    let spec: Value = serde_json::from_str(&row.spec).unwrap_or(Value::Null);
+    let Some(max) = spec.pointer("/quotas/workspaces").and_then(Value::as_i64) else {
+        return Ok(());
+    };
+    let count: i64 = tx.query_row(
+        "SELECT COUNT(*) FROM objects WHERE tenant = ?1 AND kind = 'Workspace'",
+        params![tenant],
+        |r| r.get(0),
+    )?;
+    if count > max {
+        return Err(StoreError::QuotaExceeded(format!(
+            "tenant `{tenant}` may hold at most {max} workspaces (spec.quotas.workspaces); this apply would make {count}"
+        )));
+    }
+    Ok(())
+}
+
 impl Store {
     pub(crate) fn ensure_default_tenant(&self) -> Result<()> {
         if self.get(Kind::Tenant, "", DEFAULT_TENANT)?.is_none() {
@@ -146,7 +198,9 @@ impl Store {
     /// `tenant` scopes namespaced kinds and must exist. With `dry_run`, nothing is written.
     pub fn apply(&self, tenant: &str, objects: Vec<Object>, dry_run: bool) -> Result<Vec<Applied>> {
         let mut conn = self.conn();
+        let master = self.master();
         let tx = conn.transaction()?;
+        let mut keys = Keyring::new(&tx, &master);
         let mut out = Vec::with_capacity(objects.len());
         for mut obj in objects {
             obj.normalize();
@@ -156,7 +210,7 @@ impl Store {
             }
             let sc = scope(kind, tenant);
             let name = obj.meta().name.clone();
-            let spec = serde_json::to_string(&obj.spec_value()).expect("json");
+            let spec_value = obj.spec_value();
             let labels = serde_json::to_string(&obj.meta().labels).expect("json");
             let annotations = serde_json::to_string(&obj.meta().annotations).expect("json");
             let outcome = match get_row(&tx, kind, tenant, &name)? {
@@ -168,26 +222,33 @@ impl Store {
                         )));
                     }
                     let rv = next_revision(&tx)?;
+                    let uid = uuid::Uuid::new_v4().to_string();
+                    let (spec, sealed, key_version) =
+                        keys.seal_spec(kind, sc, &name, &uid, &spec_value)?;
                     tx.execute(
-                        "INSERT INTO objects (tenant, kind, name, uid, generation, resource_version, created_at, labels, annotations, spec, status)
-                         VALUES (?1, ?2, ?3, ?4, 1, ?5, ?6, ?7, ?8, ?9, NULL)",
-                        params![sc, kind.as_str(), name, uuid::Uuid::new_v4().to_string(), rv, now_rfc3339(), labels, annotations, spec],
+                        "INSERT INTO objects (tenant, kind, name, uid, generation, resource_version, created_at, labels, annotations, spec, status, sealed, key_version)
+                         VALUES (?1, ?2, ?3, ?4, 1, ?5, ?6, ?7, ?8, ?9, NULL, ?10, ?11)",
+                        params![sc, kind.as_str(), name, uid, rv, now_rfc3339(), labels, annotations, spec, sealed, key_version],
                     )?;
                     ApplyOutcome::Created
                 }
                 Some(row) => {
                     check_version(obj.meta(), row.resource_version, &obj.label())?;
-                    let stored_spec: Value = serde_json::from_str(&row.spec).unwrap_or(Value::Null);
-                    let spec_changed = stored_spec != obj.spec_value();
+                    let stored_spec: Value =
+                        serde_json::from_str(&open_spec(&mut keys, kind, tenant, &name, &row)?)
+                            .unwrap_or(Value::Null);
+                    let spec_changed = stored_spec != spec_value;
                     let meta_changed = row.labels != labels || row.annotations != annotations;
                     if !spec_changed && !meta_changed {
                         ApplyOutcome::Unchanged
                     } else {
                         let rv = next_revision(&tx)?;
+                        let (spec, sealed, key_version) =
+                            keys.seal_spec(kind, sc, &name, &row.uid, &spec_value)?;
                         tx.execute(
-                            "UPDATE objects SET generation = generation + ?1, resource_version = ?2, labels = ?3, annotations = ?4, spec = ?5
-                             WHERE tenant = ?6 AND kind = ?7 AND name = ?8",
-                            params![i64::from(spec_changed), rv, labels, annotations, spec, sc, kind.as_str(), name],
+                            "UPDATE objects SET generation = generation + ?1, resource_version = ?2, labels = ?3, annotations = ?4, spec = ?5, sealed = ?6, key_version = ?7
+                             WHERE tenant = ?8 AND kind = ?9 AND name = ?10",
+                            params![i64::from(spec_changed), rv, labels, annotations, spec, sealed, key_version, sc, kind.as_str(), name],
                         )?;
                         ApplyOutcome::Configured
                     }
@@ -196,10 +257,12 @@ impl Store {
             let row = get_row(&tx, kind, tenant, &name)?
                 .ok_or_else(|| StoreError::not_found(kind.as_str(), &name))?;
             out.push(Applied {
-                object: to_object(kind, tenant, name, row)?,
+                object: to_object(&mut keys, kind, tenant, name, row)?,
                 outcome,
             });
         }
+        drop(keys);
+        check_workspace_quota(&tx, tenant)?;
         if dry_run {
             tx.rollback()?;
         } else {
@@ -215,22 +278,26 @@ impl Store {
     /// One object, or `None`.
     pub fn get(&self, kind: Kind, tenant: &str, name: &str) -> Result<Option<Object>> {
         let conn = self.conn();
+        let master = self.master();
+        let mut keys = Keyring::new(&conn, &master);
         get_row(&conn, kind, tenant, name)?
-            .map(|row| to_object(kind, tenant, name.to_string(), row))
+            .map(|row| to_object(&mut keys, kind, tenant, name.to_string(), row))
             .transpose()
     }
 
     /// Every object of a kind in a tenant, by name.
     pub fn list(&self, kind: Kind, tenant: &str) -> Result<Vec<Object>> {
         let conn = self.conn();
+        let master = self.master();
         let mut stmt = conn.prepare_cached(&format!(
             "SELECT {COLUMNS} FROM objects WHERE tenant = ?1 AND kind = ?2 ORDER BY name"
         ))?;
         let rows = stmt
             .query_map(params![scope(kind, tenant), kind.as_str()], read_row)?
             .collect::<rusqlite::Result<Vec<_>>>()?;
+        let mut keys = Keyring::new(&conn, &master);
         rows.into_iter()
-            .map(|(name, row)| to_object(kind, tenant, name, row))
+            .map(|(name, row)| to_object(&mut keys, kind, tenant, name, row))
             .collect()
     }
 
@@ -240,7 +307,13 @@ impl Store {
         let tx = conn.transaction()?;
         let row = get_row(&tx, kind, tenant, name)?
             .ok_or_else(|| StoreError::not_found(kind.as_str(), name))?;
-        let obj = to_object(kind, tenant, name.to_string(), row)?;
+        let obj = to_object(
+            &mut Keyring::new(&tx, &self.master()),
+            kind,
+            tenant,
+            name.to_string(),
+            row,
+        )?;
         if kind == Kind::Tenant {
             if name == DEFAULT_TENANT {
                 return Err(StoreError::Invalid(
@@ -287,7 +360,13 @@ impl Store {
         )?;
         let row = get_row(&tx, kind, tenant, name)?
             .ok_or_else(|| StoreError::not_found(kind.as_str(), name))?;
-        let obj = to_object(kind, tenant, name.to_string(), row)?;
+        let obj = to_object(
+            &mut Keyring::new(&tx, &self.master()),
+            kind,
+            tenant,
+            name.to_string(),
+            row,
+        )?;
         tx.commit()?;
         drop(conn);
         self.changed(rv);
@@ -309,7 +388,13 @@ impl Store {
         }
         let row = get_row(&tx, kind, tenant, name)?
             .ok_or_else(|| StoreError::not_found(kind.as_str(), name))?;
-        let obj = to_object(kind, tenant, name.to_string(), row)?;
+        let obj = to_object(
+            &mut Keyring::new(&tx, &self.master()),
+            kind,
+            tenant,
+            name.to_string(),
+            row,
+        )?;
         tx.commit()?;
         drop(conn);
         self.changed(

@@ -144,6 +144,15 @@ impl Store {
             .next())
     }
 
+    /// Number of runs of a tenant created at or after `since` (RFC 3339).
+    pub fn runs_since(&self, tenant: &str, since: &str) -> Result<i64> {
+        Ok(self.conn().query_row(
+            "SELECT COUNT(*) FROM runs WHERE tenant = ?1 AND created_at >= ?2",
+            params![tenant, since],
+            |r| r.get(0),
+        )?)
+    }
+
     /// Runs still marked `Running` (after a crash, these were cut).
     pub fn runs_running(&self) -> Result<Vec<RunRecord>> {
         self.runs_where("phase = 'Running' ORDER BY created_at", params![])

@@ -6,6 +6,7 @@ use rusqlite::{params, OptionalExtension};
 use serde::{Deserialize, Serialize};
 use sng_core::state::{decide_write, StateMeta, WriteDecision, WriteRefusal};
 
+use crate::keys::Keyring;
 use crate::{now_rfc3339, Result, Store, StoreError};
 
 /// A held lock, with the engine's LockInfo as sent.
@@ -57,10 +58,6 @@ pub enum WriteOutcome {
     Refused(WriteRefusal),
 }
 
-fn aad(tenant: &str, workspace: &str, serial: i64) -> Vec<u8> {
-    format!("state/{tenant}/{workspace}/{serial}").into_bytes()
-}
-
 /// Serial and lineage of a state body.
 pub fn state_meta(body: &[u8]) -> Result<StateMeta> {
     let v: serde_json::Value = serde_json::from_slice(body)
@@ -105,18 +102,38 @@ impl Store {
             .optional()?)
     }
 
-    /// The latest state body, decrypted.
+    /// The latest state body, decrypted (with the tenant's data key).
     pub fn state_get(&self, tenant: &str, ws: &str) -> Result<Option<Vec<u8>>> {
         let conn = self.conn();
-        let row: Option<(i64, Vec<u8>)> = conn
+        let master = self.master();
+        let row: Option<(i64, Vec<u8>, Option<i64>)> = conn
             .query_row(
-                "SELECT serial, body FROM state_versions WHERE tenant = ?1 AND workspace = ?2 ORDER BY serial DESC LIMIT 1",
+                "SELECT serial, body, key_version FROM state_versions WHERE tenant = ?1 AND workspace = ?2 ORDER BY serial DESC LIMIT 1",
                 params![tenant, ws],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+            )
+            .optional()?;
+        row.map(|(serial, sealed, version)| {
+            Keyring::new(&conn, &master).open_state(tenant, ws, serial, &sealed, version)
+        })
+        .transpose()
+    }
+
+    /// One stored version of a workspace's state, decrypted.
+    pub fn state_get_serial(&self, tenant: &str, ws: &str, serial: i64) -> Result<Option<Vec<u8>>> {
+        let conn = self.conn();
+        let master = self.master();
+        let row: Option<(Vec<u8>, Option<i64>)> = conn
+            .query_row(
+                "SELECT body, key_version FROM state_versions WHERE tenant = ?1 AND workspace = ?2 AND serial = ?3",
+                params![tenant, ws, serial],
                 |r| Ok((r.get(0)?, r.get(1)?)),
             )
             .optional()?;
-        row.map(|(serial, sealed)| self.cipher.open(&sealed, &aad(tenant, ws, serial)))
-            .transpose()
+        row.map(|(sealed, version)| {
+            Keyring::new(&conn, &master).open_state(tenant, ws, serial, &sealed, version)
+        })
+        .transpose()
     }
 
     /// Write a state body, fenced by the lock id the writer holds.
@@ -143,10 +160,12 @@ impl Store {
             Ok(WriteDecision::Unchanged) => return Ok(WriteOutcome::Unchanged),
             Ok(WriteDecision::Store) => {}
         }
-        let sealed = self.cipher.seal(body, &aad(tenant, ws, meta.serial));
+        let master = self.master();
+        let (sealed, version) =
+            Keyring::new(&tx, &master).seal_state(tenant, ws, meta.serial, body)?;
         tx.execute(
-            "INSERT INTO state_versions (tenant, workspace, serial, lineage, md5, run_id, created_at, body) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-            params![tenant, ws, meta.serial, meta.lineage, meta.md5, run_id, now_rfc3339(), sealed],
+            "INSERT INTO state_versions (tenant, workspace, serial, lineage, md5, run_id, created_at, body, key_version) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+            params![tenant, ws, meta.serial, meta.lineage, meta.md5, run_id, now_rfc3339(), sealed, version],
         )?;
         tx.commit()?;
         Ok(WriteOutcome::Stored)

@@ -1,29 +1,63 @@
 //! API tokens: random, shown once, stored as SHA-256 hashes. An admin token (tenant `None`)
-//! sees every tenant; a tenant token sees only its tenant.
+//! sees every tenant; a tenant token sees only its tenant, with a role (`viewer`, `operator`,
+//! `admin`). A token may expire (`expires_at`) and may be revoked; both are refused at
+//! authentication.
 
 use rand::Rng as _;
 use rusqlite::{params, OptionalExtension};
 use sha2::{Digest, Sha256};
 
-use crate::{now_rfc3339, Result, Store};
+use crate::{now_rfc3339, Result, Store, StoreError};
 
-/// What a token may do.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+/// What a token may do. Each role includes the ones before it: `viewer` < `operator` < `admin`.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum Role {
-    /// Everything in its scope.
+    /// Reads everything of its tenant except secret values; writes nothing.
+    Viewer,
+    /// A viewer that also changes things: apply, approve, cancel, refresh, delete, replay dead
+    /// letters, the state backend as a third party, secret values.
+    Operator,
+    /// An operator that also manages the tenant's settings and tokens.
     Admin,
 }
 
 impl Role {
-    fn as_str(self) -> &'static str {
+    /// Every role, weakest first.
+    pub const ALL: [Role; 3] = [Role::Viewer, Role::Operator, Role::Admin];
+
+    /// The word of the role: `viewer`, `operator`, `admin`.
+    pub fn as_str(self) -> &'static str {
         match self {
+            Role::Viewer => "viewer",
+            Role::Operator => "operator",
             Role::Admin => "admin",
         }
     }
 
-    fn parse(_stored: &str) -> Role {
-        Role::Admin
+    /// The role of a word (`viewer`, `operator`, `admin`, any case).
+    pub fn parse(word: &str) -> Option<Role> {
+        Role::ALL
+            .into_iter()
+            .find(|r| r.as_str().eq_ignore_ascii_case(word.trim()))
+    }
+
+    /// Whether this role includes `needed`.
+    pub fn allows(self, needed: Role) -> bool {
+        self >= needed
+    }
+
+    /// A stored role; an unknown word gets the least privilege.
+    fn from_stored(stored: &str) -> Role {
+        Role::parse(stored).unwrap_or(Role::Viewer)
+    }
+}
+
+impl std::fmt::Display for Role {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
     }
 }
 
@@ -51,7 +85,7 @@ impl Principal {
 }
 
 /// A token as listed: never its value.
-#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct TokenInfo {
     /// Id of the token.
@@ -64,7 +98,52 @@ pub struct TokenInfo {
     pub description: String,
     /// Creation time.
     pub created_at: String,
+    /// End of validity (RFC 3339, UTC); `None`: never expires.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires_at: Option<String>,
+    /// When the token was revoked; a revoked token is refused.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub revoked_at: Option<String>,
 }
+
+impl TokenInfo {
+    /// Whether the token has expired at `now`.
+    pub fn expired_at(&self, now: chrono::DateTime<chrono::Utc>) -> bool {
+        self.expires_at.as_deref().is_some_and(|e| expired(e, now))
+    }
+}
+
+/// The outcome of checking a token value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TokenCheck {
+    /// A valid token: who is calling.
+    Valid(Principal),
+    /// A known token past its `expiresAt` (the time).
+    Expired(String),
+    /// A known token that was revoked (the time).
+    Revoked(String),
+    /// No such token.
+    Unknown,
+}
+
+/// Whether a stored expiry time is past at `now` (an unreadable time counts as expired).
+fn expired(expires_at: &str, now: chrono::DateTime<chrono::Utc>) -> bool {
+    chrono::DateTime::parse_from_rfc3339(expires_at).map_or(true, |e| e <= now)
+}
+
+fn read_info(r: &rusqlite::Row<'_>) -> rusqlite::Result<TokenInfo> {
+    Ok(TokenInfo {
+        id: r.get(0)?,
+        tenant: r.get(1)?,
+        role: Role::from_stored(&r.get::<_, String>(2)?),
+        description: r.get(3)?,
+        created_at: r.get(4)?,
+        expires_at: r.get(5)?,
+        revoked_at: r.get(6)?,
+    })
+}
+
+const INFO_COLUMNS: &str = "id, tenant, role, description, created_at, expires_at, revoked_at";
 
 pub(crate) fn hash(token: &str) -> String {
     hex::encode(Sha256::digest(token.as_bytes()))
@@ -80,13 +159,37 @@ pub(crate) fn new_secret() -> String {
 }
 
 impl Store {
-    /// Create a token and return its value (the only time it is visible).
+    /// Create a token that never expires and return its value (the only time it is visible).
     pub fn create_token(
         &self,
         tenant: Option<&str>,
         role: Role,
         description: &str,
     ) -> Result<(TokenInfo, String)> {
+        self.create_token_expiring(tenant, role, description, None)
+    }
+
+    /// Create a token valid for `ttl` (`None`: forever) and return its value, shown only once.
+    pub fn create_token_expiring(
+        &self,
+        tenant: Option<&str>,
+        role: Role,
+        description: &str,
+        ttl: Option<std::time::Duration>,
+    ) -> Result<(TokenInfo, String)> {
+        let expires_at = match ttl {
+            None => None,
+            Some(ttl) => {
+                let ttl = chrono::Duration::from_std(ttl)
+                    .ok()
+                    .filter(|d| *d > chrono::Duration::zero())
+                    .ok_or_else(|| StoreError::Invalid("the expiry must be positive".into()))?;
+                let at = chrono::Utc::now()
+                    .checked_add_signed(ttl)
+                    .ok_or_else(|| StoreError::Invalid("the expiry is too far away".into()))?;
+                Some(at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true))
+            }
+        };
         let value = new_secret();
         let info = TokenInfo {
             id: uuid::Uuid::new_v4().to_string(),
@@ -94,10 +197,12 @@ impl Store {
             role,
             description: description.to_string(),
             created_at: now_rfc3339(),
+            expires_at,
+            revoked_at: None,
         };
         self.conn().execute(
-            "INSERT INTO tokens (id, tenant, hash, role, description, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-            params![info.id, info.tenant, hash(&value), role.as_str(), info.description, info.created_at],
+            "INSERT INTO tokens (id, tenant, hash, role, description, created_at, expires_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            params![info.id, info.tenant, hash(&value), role.as_str(), info.description, info.created_at, info.expires_at],
         )?;
         Ok((info, value))
     }
@@ -107,7 +212,7 @@ impl Store {
         Ok(self
             .conn()
             .query_row(
-                "SELECT 1 FROM tokens WHERE tenant IS NULL LIMIT 1",
+                "SELECT 1 FROM tokens WHERE tenant IS NULL AND revoked_at IS NULL LIMIT 1",
                 [],
                 |_| Ok(()),
             )
@@ -115,39 +220,236 @@ impl Store {
             .is_some())
     }
 
-    /// The principal of a token value, or `None` when unknown.
+    /// The principal of a token value, or `None` when unknown, expired or revoked.
     pub fn authenticate(&self, token: &str) -> Result<Option<Principal>> {
+        Ok(match self.check_token(token)? {
+            TokenCheck::Valid(p) => Some(p),
+            _ => None,
+        })
+    }
+
+    /// Check a token value: valid (who), expired, revoked or unknown.
+    pub fn check_token(&self, token: &str) -> Result<TokenCheck> {
+        self.check_token_at(token, chrono::Utc::now())
+    }
+
+    /// [`Store::check_token`] at a given time.
+    pub fn check_token_at(
+        &self,
+        token: &str,
+        now: chrono::DateTime<chrono::Utc>,
+    ) -> Result<TokenCheck> {
+        let info = self
+            .conn()
+            .query_row(
+                &format!("SELECT {INFO_COLUMNS} FROM tokens WHERE hash = ?1"),
+                params![hash(token)],
+                read_info,
+            )
+            .optional()?;
+        Ok(match info {
+            None => TokenCheck::Unknown,
+            Some(TokenInfo {
+                revoked_at: Some(at),
+                ..
+            }) => TokenCheck::Revoked(at),
+            Some(info) if info.expired_at(now) => {
+                TokenCheck::Expired(info.expires_at.unwrap_or_default())
+            }
+            Some(info) => TokenCheck::Valid(Principal {
+                token_id: info.id,
+                tenant: info.tenant,
+                role: info.role,
+            }),
+        })
+    }
+
+    /// Tokens of a tenant (or the platform's with `None`), without values, revoked ones included.
+    pub fn list_tokens(&self, tenant: Option<&str>) -> Result<Vec<TokenInfo>> {
+        let conn = self.conn();
+        let mut stmt = conn.prepare_cached(&format!(
+            "SELECT {INFO_COLUMNS} FROM tokens WHERE tenant IS ?1 ORDER BY created_at, id"
+        ))?;
+        let rows = stmt.query_map(params![tenant], read_info)?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
+    }
+
+    /// One token of a tenant (or the platform's with `None`), without its value.
+    pub fn get_token(&self, tenant: Option<&str>, id: &str) -> Result<Option<TokenInfo>> {
         Ok(self
             .conn()
             .query_row(
-                "SELECT id, tenant, role FROM tokens WHERE hash = ?1",
-                params![hash(token)],
-                |r| {
-                    Ok(Principal {
-                        token_id: r.get(0)?,
-                        tenant: r.get(1)?,
-                        role: Role::parse(&r.get::<_, String>(2)?),
-                    })
-                },
+                &format!("SELECT {INFO_COLUMNS} FROM tokens WHERE tenant IS ?1 AND id = ?2"),
+                params![tenant, id],
+                read_info,
             )
             .optional()?)
     }
 
-    /// Tokens of a tenant (or the platform's with `None`), without values.
-    pub fn list_tokens(&self, tenant: Option<&str>) -> Result<Vec<TokenInfo>> {
-        let conn = self.conn();
-        let mut stmt = conn.prepare_cached(
-            "SELECT id, tenant, role, description, created_at FROM tokens WHERE tenant IS ?1 ORDER BY created_at, id",
+    /// Revoke a token of a tenant (or the platform's with `None`): refused from now on. Revoking
+    /// twice keeps the first time. A token of another tenant is not found.
+    pub fn revoke_token(&self, tenant: Option<&str>, id: &str) -> Result<TokenInfo> {
+        self.conn().execute(
+            "UPDATE tokens SET revoked_at = ?3 WHERE tenant IS ?1 AND id = ?2 AND revoked_at IS NULL",
+            params![tenant, id, now_rfc3339()],
         )?;
-        let rows = stmt.query_map(params![tenant], |r| {
-            Ok(TokenInfo {
-                id: r.get(0)?,
-                tenant: r.get(1)?,
-                role: Role::parse(&r.get::<_, String>(2)?),
-                description: r.get(3)?,
-                created_at: r.get(4)?,
-            })
-        })?;
-        Ok(rows.collect::<rusqlite::Result<_>>()?)
+        self.get_token(tenant, id)?
+            .ok_or_else(|| StoreError::not_found("Token", id))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn store() -> Store {
+        Store::open_in_memory().unwrap()
+    }
+
+    #[test]
+    fn roles_are_ordered_and_parsed() {
+        assert!(Role::Admin.allows(Role::Operator) && Role::Admin.allows(Role::Viewer));
+        assert!(Role::Operator.allows(Role::Viewer) && Role::Operator.allows(Role::Operator));
+        assert!(!Role::Operator.allows(Role::Admin));
+        assert!(!Role::Viewer.allows(Role::Operator));
+        for role in Role::ALL {
+            assert_eq!(Role::parse(role.as_str()), Some(role));
+            assert_eq!(role.to_string(), role.as_str());
+            assert_eq!(
+                serde_json::to_value(role).unwrap(),
+                serde_json::json!(role.as_str())
+            );
+        }
+        assert_eq!(Role::parse("Operator"), Some(Role::Operator));
+        assert_eq!(Role::parse("root"), None);
+        // an unknown stored word gets the least privilege
+        assert_eq!(Role::from_stored("root"), Role::Viewer);
+    }
+
+    #[test]
+    fn each_role_is_stored_and_authenticated() {
+        let s = store();
+        for role in Role::ALL {
+            let (info, value) = s.create_token(Some("default"), role, "t").unwrap();
+            assert_eq!(info.role, role);
+            let p = s.authenticate(&value).unwrap().unwrap();
+            assert_eq!(
+                p,
+                Principal {
+                    token_id: info.id.clone(),
+                    tenant: Some("default".into()),
+                    role
+                }
+            );
+            assert!(p.can_see("default") && !p.can_see("acme") && !p.is_platform_admin());
+        }
+        let roles: Vec<Role> = s
+            .list_tokens(Some("default"))
+            .unwrap()
+            .iter()
+            .map(|t| t.role)
+            .collect();
+        assert_eq!(roles.len(), 3);
+        for role in Role::ALL {
+            assert!(roles.contains(&role));
+        }
+        assert_eq!(s.check_token("sng_nope").unwrap(), TokenCheck::Unknown);
+    }
+
+    #[test]
+    fn expired_tokens_are_refused() {
+        let s = store();
+        let (info, value) = s
+            .create_token_expiring(
+                Some("default"),
+                Role::Operator,
+                "ci",
+                Some(std::time::Duration::from_secs(60)),
+            )
+            .unwrap();
+        let expires = chrono::DateTime::parse_from_rfc3339(info.expires_at.as_deref().unwrap())
+            .unwrap()
+            .with_timezone(&chrono::Utc);
+        let now = chrono::Utc::now();
+        assert!(expires > now + chrono::Duration::seconds(58));
+        assert!(expires <= now + chrono::Duration::seconds(60));
+        assert!(matches!(
+            s.check_token_at(&value, expires - chrono::Duration::milliseconds(1))
+                .unwrap(),
+            TokenCheck::Valid(_)
+        ));
+        assert_eq!(
+            s.check_token_at(&value, expires).unwrap(),
+            TokenCheck::Expired(info.expires_at.clone().unwrap())
+        );
+        assert!(s.authenticate(&value).unwrap().is_some());
+        // listed with its expiry, never its value
+        let listed = s.list_tokens(Some("default")).unwrap();
+        assert_eq!(listed, vec![info.clone()]);
+        assert!(!serde_json::to_string(&listed).unwrap().contains(&value));
+        assert!(listed[0].expired_at(expires) && !listed[0].expired_at(now));
+        // a zero expiry is refused
+        assert!(matches!(
+            s.create_token_expiring(
+                Some("default"),
+                Role::Viewer,
+                "x",
+                Some(std::time::Duration::ZERO)
+            ),
+            Err(StoreError::Invalid(_))
+        ));
+    }
+
+    #[test]
+    fn revoked_tokens_are_refused_and_stay_listed() {
+        let s = store();
+        let (info, value) = s.create_token(Some("acme"), Role::Admin, "ops").unwrap();
+        let (_, other) = s.create_token(Some("acme"), Role::Viewer, "other").unwrap();
+        // another tenant (or the platform) cannot revoke it
+        assert!(matches!(
+            s.revoke_token(Some("default"), &info.id),
+            Err(StoreError::NotFound { .. })
+        ));
+        assert!(matches!(
+            s.revoke_token(None, &info.id),
+            Err(StoreError::NotFound { .. })
+        ));
+        assert!(s.authenticate(&value).unwrap().is_some());
+        let revoked = s.revoke_token(Some("acme"), &info.id).unwrap();
+        let at = revoked.revoked_at.clone().unwrap();
+        assert_eq!(
+            s.check_token(&value).unwrap(),
+            TokenCheck::Revoked(at.clone())
+        );
+        assert!(s.authenticate(&value).unwrap().is_none());
+        // revoking twice keeps the first time; the other token is untouched
+        assert_eq!(
+            s.revoke_token(Some("acme"), &info.id).unwrap().revoked_at,
+            Some(at)
+        );
+        assert!(s.authenticate(&other).unwrap().is_some());
+        let listed = s.list_tokens(Some("acme")).unwrap();
+        assert_eq!(listed.len(), 2);
+        assert_eq!(listed.iter().filter(|t| t.revoked_at.is_some()).count(), 1);
+        assert_eq!(s.get_token(Some("acme"), &info.id).unwrap(), Some(revoked));
+        assert_eq!(s.get_token(Some("default"), &info.id).unwrap(), None);
+    }
+
+    #[test]
+    fn tokens_written_before_migration_5_stay_valid() {
+        // A row as written before expiry and revocation existed: both columns NULL.
+        let s = store();
+        s.conn()
+            .execute(
+                "INSERT INTO tokens (id, tenant, hash, role, description, created_at) VALUES ('t1', NULL, ?1, 'admin', 'old', '2025-01-01T00:00:00Z')",
+                params![hash("sng_old")],
+            )
+            .unwrap();
+        let p = s.authenticate("sng_old").unwrap().unwrap();
+        assert!(p.is_platform_admin());
+        assert_eq!(p.role, Role::Admin);
+        let listed = s.list_tokens(None).unwrap();
+        assert_eq!(listed[0].expires_at, None);
+        assert_eq!(listed[0].revoked_at, None);
     }
 }

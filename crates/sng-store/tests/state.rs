@@ -1,4 +1,4 @@
-use sng_store::{LockOutcome, Store, WriteOutcome};
+use sng_store::{LockOutcome, Store, StoreError, WriteOutcome};
 
 fn body(serial: i64, lineage: &str, marker: &str) -> Vec<u8> {
     format!(r#"{{"version":4,"serial":{serial},"lineage":"{lineage}","resources":[],"outputs":{{"m":{{"value":"{marker}","type":"string"}}}}}}"#).into_bytes()
@@ -114,9 +114,12 @@ fn writes_are_fenced_and_versions_kept_encrypted() {
             "state stored in clear"
         );
     }
-    // a wrong key cannot read it back
-    let wrong = Store::open(&path, &[2u8; 32]).unwrap();
-    assert!(wrong.state_get("default", "pet").is_err());
+    // a wrong master key is refused when the store opens: it cannot unwrap the tenant keys
+    let wrong = Store::open(&path, &[2u8; 32])
+        .err()
+        .expect("wrong key refused");
+    assert!(matches!(wrong, StoreError::Key(_)), "{wrong}");
+    assert!(wrong.to_string().contains("master key"), "{wrong}");
     let right = Store::open(&path, &[1u8; 32]).unwrap();
     assert_eq!(
         right.state_get("default", "pet").unwrap().unwrap(),

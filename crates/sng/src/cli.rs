@@ -57,6 +57,11 @@ pub enum Command {
         #[command(subcommand)]
         command: TenantCommand,
     },
+    /// Manage the API tokens of the tenant (`--tenant`): create, list, revoke.
+    Token {
+        #[command(subcommand)]
+        command: crate::tokens::TokenCommand,
+    },
     /// Wait until an object meets a condition, e.g. `--for condition=Ready`.
     Wait {
         /// Kind (workspace).
@@ -138,8 +143,11 @@ pub enum Command {
 
 #[derive(Args, Debug)]
 pub struct ServerArgs {
+    /// Offline maintenance of the data directory, the server stopped.
+    #[command(subcommand)]
+    pub maintenance: Option<ServerMaintenance>,
     /// Directory of the store and the admin token.
-    #[arg(long, env = "SNG_DATA_DIR", default_value = ".sng")]
+    #[arg(long, env = "SNG_DATA_DIR", default_value = ".sng", global = true)]
     pub data_dir: PathBuf,
     /// Address to listen on (port 0 picks a free port, written to DATA_DIR/server.url).
     #[arg(long, env = "SNG_LISTEN", default_value = "127.0.0.1:7373")]
@@ -169,6 +177,13 @@ pub struct ServerArgs {
     /// `TF_LOG` level given to the engine (logs are masked whatever the level).
     #[arg(long, env = "SNG_ENGINE_LOG")]
     pub engine_log: Option<String>,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum ServerMaintenance {
+    /// Replace DATA_DIR/master.key by a new key and re-wrap every tenant's data key under it
+    /// (the data is not re-encrypted). The server must be stopped.
+    RotateMasterKey,
 }
 
 fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
@@ -359,6 +374,7 @@ pub fn run(cli: Cli, matches: &clap::ArgMatches) -> Result<(), CliError> {
         Command::Config { .. } => unreachable!("handled above"),
         Command::Server(args) => run_server(args),
         Command::Events(command) => crate::events::run(&g, command),
+        Command::Token { command } => crate::tokens::run(&g, command),
         Command::Schema { kind } => {
             let kind = parse_kind(&kind)?;
             let schema = sng_api::schema::schema_of(kind);
@@ -460,6 +476,22 @@ pub fn run(cli: Cli, matches: &clap::ArgMatches) -> Result<(), CliError> {
 }
 
 fn run_server(args: ServerArgs) -> Result<(), CliError> {
+    if let Some(ServerMaintenance::RotateMasterKey) = args.maintenance {
+        let r = sng_server::rotate_master_key(&args.data_dir).map_err(|e| {
+            let mut msg = e.to_string();
+            let mut source = std::error::Error::source(&e);
+            while let Some(s) = source {
+                msg.push_str(&format!(": {s}"));
+                source = s.source();
+            }
+            CliError::rejected(msg)
+        })?;
+        println!(
+            "master key rotated: {} -> {} ({} data keys re-wrapped)",
+            r.old_key_id, r.new_key_id, r.rewrapped
+        );
+        return Ok(());
+    }
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env("SNG_LOG")

@@ -171,7 +171,7 @@ fn dead_letters_table(items: &[Value]) -> Vec<Vec<String>> {
 }
 
 /// Columns padded to their widest cell, three spaces apart; the last one is not padded.
-fn columns(rows: &[Vec<String>]) -> String {
+pub(crate) fn columns(rows: &[Vec<String>]) -> String {
     let n = rows.iter().map(Vec::len).max().unwrap_or(0);
     let widths: Vec<usize> = (0..n)
         .map(|i| {

@@ -9,6 +9,7 @@ mod events;
 mod get;
 mod module;
 mod table;
+mod tokens;
 mod wait;
 
 use std::process::ExitCode;

@@ -1,5 +1,5 @@
 //! Routes of events, dead letters and metrics. Tenant-scoped like the others: a token sees its
-//! own tenant only, another tenant answers 404.
+//! own tenant only, another tenant answers 404. Any role reads; replaying needs `operator`.
 
 use axum::extract::rejection::JsonRejection;
 use axum::extract::{Path, Query, State};
@@ -10,7 +10,7 @@ use axum::{Json, Router};
 use serde::Deserialize;
 use serde_json::{json, Value};
 use sng_api::Kind;
-use sng_store::{Event, StoreError};
+use sng_store::{Event, Role, StoreError};
 
 use crate::error::ApiError;
 use crate::routes::{blocking, AppState, Caller};
@@ -179,7 +179,7 @@ async fn replay(
     caller: Caller,
     Path((tenant, id)): Path<(String, String)>,
 ) -> Result<Json<Value>, ApiError> {
-    scope(&caller, &tenant)?;
+    caller.require(&tenant, Role::Operator, "replaying a dead letter")?;
     let letter = blocking(&st, move |s| {
         tenant_exists(s, &tenant)?;
         s.dead_letter_replay(&tenant, &id)

@@ -99,6 +99,10 @@ pub struct RunQueue {
     by_tenant: BTreeMap<String, VecDeque<(Due, CancellationToken)>>,
     last_tenant: Option<String>,
     running: usize,
+    /// Runs in progress per tenant.
+    running_by_tenant: BTreeMap<String, usize>,
+    /// `spec.quotas.concurrentRuns` per tenant.
+    limits: BTreeMap<String, usize>,
 }
 
 impl RunQueue {
@@ -109,17 +113,25 @@ impl RunQueue {
             .push_back((due, token));
     }
 
-    /// The next run, from the first tenant after the last served one that has a waiting run.
+    /// The next run, from the first tenant after the last served one that has a waiting run
+    /// and is under its concurrent-runs quota.
     fn pop(&mut self) -> Option<(Due, CancellationToken)> {
         let tenant = {
             let after = self.last_tenant.as_deref();
+            let eligible = |t: &&String| {
+                self.limits
+                    .get(*t)
+                    .is_none_or(|max| self.running_by_tenant.get(*t).copied().unwrap_or(0) < *max)
+            };
             let next = self
                 .by_tenant
                 .keys()
+                .filter(eligible)
                 .find(|t| after.is_none_or(|a| t.as_str() > a))
-                .or_else(|| self.by_tenant.keys().next());
+                .or_else(|| self.by_tenant.keys().find(eligible));
             next?.clone()
         };
+        *self.running_by_tenant.entry(tenant.clone()).or_default() += 1;
         let queue = self.by_tenant.get_mut(&tenant)?;
         let item = queue.pop_front();
         if queue.is_empty() {
@@ -194,6 +206,24 @@ impl Platform {
         };
         for t in tenants {
             let tenant = t.meta().name.clone();
+            let quotas = match &t {
+                sng_api::Object::Tenant(t) => t.spec.quotas.clone().unwrap_or_default(),
+                _ => Default::default(),
+            };
+            {
+                let mut q = self.queue.lock().expect("lock");
+                match quotas.concurrent_runs {
+                    Some(n) => q.limits.insert(tenant.clone(), n as usize),
+                    None => q.limits.remove(&tenant),
+                };
+            }
+            let hour_ago = chrono::DateTime::from_timestamp(now - 3600, 0)
+                .unwrap_or_default()
+                .to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+            let mut runs_this_hour = match quotas.runs_per_hour {
+                Some(_) => self.store.runs_since(&tenant, &hour_ago).unwrap_or(0),
+                None => 0,
+            };
             let snap = match Snapshot::load(&self.store, &tenant) {
                 Ok(s) => s,
                 Err(e) => {
@@ -209,7 +239,18 @@ impl Platform {
                     continue;
                 }
                 let observed = facts::observe(&self.store, &tenant, &snap, ws, now, false);
-                let action = decide(&observed.facts);
+                let mut action = decide(&observed.facts);
+                if let (Action::Run { .. }, Some(max)) = (&action, quotas.runs_per_hour) {
+                    if runs_this_hour >= max as i64 {
+                        action = Action::Block(sng_core::decide::Blocked {
+                            reason: "QuotaExceeded".into(),
+                            message: format!("tenant `{tenant}` started {runs_this_hour} runs in the last hour (spec.quotas.runsPerHour: {max}); the run waits"),
+                        });
+                        next = Some(next.map_or(now + 60, |n| n.min(now + 60)));
+                    } else {
+                        runs_this_hour += 1;
+                    }
+                }
                 status::observe_into_status(&self.store, &tenant, ws, &observed, &action, now);
                 match action {
                     Action::Idle { requeue_at } => {
@@ -295,7 +336,13 @@ fn dispatch(platform: &Arc<Platform>) {
                 .lock()
                 .expect("lock")
                 .remove(&(d.tenant.clone(), d.name.clone()));
-            p.queue.lock().expect("lock").running -= 1;
+            {
+                let mut q = p.queue.lock().expect("lock");
+                q.running -= 1;
+                if let Some(n) = q.running_by_tenant.get_mut(&d.tenant) {
+                    *n = n.saturating_sub(1);
+                }
+            }
             dispatch(&p);
             p.wake.notify_one();
         });
@@ -363,5 +410,26 @@ mod tests {
             .collect();
         assert_eq!(order, ["small/only", "another/one", "big/w1", "big/w2"]);
         assert_eq!(q.len(), 497);
+    }
+
+    #[test]
+    fn concurrent_runs_quota_holds_a_tenant_back() {
+        let mut q = RunQueue::default();
+        q.limits.insert("capped".into(), 1);
+        for i in 0..3 {
+            q.push(due("capped", &format!("c{i}")), CancellationToken::new());
+        }
+        q.push(due("free", "f0"), CancellationToken::new());
+        q.push(due("free", "f1"), CancellationToken::new());
+        let first = q.pop().unwrap().0;
+        assert_eq!(first.name, "c0");
+        let order: Vec<String> = std::iter::from_fn(|| q.pop().map(|(d, _)| d.name)).collect();
+        assert_eq!(
+            order,
+            ["f0", "f1"],
+            "the capped tenant waits while its run goes on"
+        );
+        *q.running_by_tenant.get_mut("capped").unwrap() -= 1;
+        assert_eq!(q.pop().unwrap().0.name, "c1");
     }
 }

@@ -1,0 +1,157 @@
+//! Tokens of a tenant, managed by its admins (or the platform admin): create (the value is
+//! answered once), list and read (never the values), revoke. Another tenant answers 404.
+
+use axum::extract::rejection::JsonRejection;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::routing::get;
+use axum::{Json, Router};
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+use sng_api::Kind;
+use sng_store::{Role, StoreError, TokenInfo};
+
+use crate::error::ApiError;
+use crate::routes::{blocking, AppState, Caller};
+
+/// Longest description of a token.
+const MAX_DESCRIPTION: usize = 256;
+
+/// `GET|POST /api/v1/tenants/{t}/tokens`; `GET|DELETE /api/v1/tenants/{t}/tokens/{id}`.
+pub fn routes() -> Router<AppState> {
+    Router::new()
+        .route(
+            "/api/v1/tenants/{tenant}/tokens",
+            get(list_tokens).post(create_token),
+        )
+        .route(
+            "/api/v1/tenants/{tenant}/tokens/{id}",
+            get(get_token).delete(revoke_token),
+        )
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct CreateToken {
+    role: String,
+    /// Validity, a Go duration (`30m`, `24h`); none: never expires.
+    #[serde(default)]
+    expires: Option<String>,
+    #[serde(default)]
+    description: Option<String>,
+}
+
+/// Answer to a token creation: the token as listed, and its value (shown only this once).
+#[derive(Debug, Serialize, Deserialize)]
+pub struct TokenCreated {
+    /// The token, as listed.
+    #[serde(flatten)]
+    pub info: TokenInfo,
+    /// The value of the token.
+    pub token: String,
+}
+
+fn tenant_exists(s: &sng_store::Store, tenant: &str) -> Result<(), StoreError> {
+    match s.get(Kind::Tenant, "", tenant)? {
+        Some(_) => Ok(()),
+        None => Err(StoreError::not_found("Tenant", tenant)),
+    }
+}
+
+fn info_value(info: &TokenInfo) -> Value {
+    serde_json::to_value(info).expect("json")
+}
+
+async fn create_token(
+    State(st): State<AppState>,
+    caller: Caller,
+    Path(tenant): Path<String>,
+    body: Result<Json<CreateToken>, JsonRejection>,
+) -> Result<(StatusCode, Json<TokenCreated>), ApiError> {
+    caller.require(&tenant, Role::Admin, "creating a token")?;
+    let Json(req) = body.map_err(|e| ApiError::bad_request(e.body_text()))?;
+    let role = Role::parse(&req.role).ok_or_else(|| {
+        ApiError::invalid_field(
+            "token",
+            "role",
+            &format!("must be one of viewer, operator, admin, got `{}`", req.role),
+        )
+    })?;
+    let ttl = match req.expires.as_deref().map(str::trim) {
+        None | Some("") => None,
+        Some(text) => Some(
+            sng_api::units::parse_go_duration(text)
+                .filter(|d| !d.is_zero())
+                .ok_or_else(|| {
+                    ApiError::invalid_field(
+                        "token",
+                        "expires",
+                        &format!("must be a positive Go duration (e.g. 30m, 24h), got `{text}`"),
+                    )
+                })?,
+        ),
+    };
+    let description = req
+        .description
+        .filter(|d| !d.trim().is_empty())
+        .unwrap_or_else(|| format!("{role} token"));
+    if description.chars().count() > MAX_DESCRIPTION {
+        return Err(ApiError::invalid_field(
+            "token",
+            "description",
+            &format!("must be at most {MAX_DESCRIPTION} characters"),
+        ));
+    }
+    let (info, token) = blocking(&st, move |s| {
+        tenant_exists(s, &tenant)?;
+        s.create_token_expiring(Some(&tenant), role, &description, ttl)
+    })
+    .await
+    .map_err(|e| match e.reason {
+        // the store refuses an expiry it cannot represent
+        "Invalid" => ApiError::invalid_field("token", "expires", &e.message),
+        _ => e,
+    })?;
+    Ok((StatusCode::CREATED, Json(TokenCreated { info, token })))
+}
+
+async fn list_tokens(
+    State(st): State<AppState>,
+    caller: Caller,
+    Path(tenant): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    caller.require(&tenant, Role::Admin, "listing tokens")?;
+    let tokens = blocking(&st, move |s| {
+        tenant_exists(s, &tenant)?;
+        s.list_tokens(Some(&tenant))
+    })
+    .await?;
+    Ok(Json(json!({
+        "apiVersion": "v1",
+        "kind": "List",
+        "items": tokens.iter().map(info_value).collect::<Vec<_>>(),
+    })))
+}
+
+async fn get_token(
+    State(st): State<AppState>,
+    caller: Caller,
+    Path((tenant, id)): Path<(String, String)>,
+) -> Result<Json<Value>, ApiError> {
+    caller.require(&tenant, Role::Admin, "reading a token")?;
+    let i = id.clone();
+    let info = blocking(&st, move |s| s.get_token(Some(&tenant), &i))
+        .await?
+        .ok_or_else(|| ApiError::not_found(format!("Token `{id}` not found")))?;
+    Ok(Json(info_value(&info)))
+}
+
+async fn revoke_token(
+    State(st): State<AppState>,
+    caller: Caller,
+    Path((tenant, id)): Path<(String, String)>,
+) -> Result<Json<Value>, ApiError> {
+    caller.require(&tenant, Role::Admin, "revoking a token")?;
+    let info = blocking(&st, move |s| s.revoke_token(Some(&tenant), &id)).await?;
+    Ok(Json(info_value(&info)))
+}

@@ -1,0 +1,778 @@
+//! Tenants: total isolation (tenant B's tokens, whatever their role, get 404 on every endpoint
+//! of tenant A and change nothing there), roles inside a tenant (viewer, operator, admin), token
+//! management, expiry and revocation. No engine: objects are applied without runs.
+
+mod common;
+
+use std::time::Duration;
+
+use common::*;
+use serde_json::{json, Value};
+
+const REGO: &str = "package p\nimport rego.v1\ndeny contains \"x\" if { false }";
+
+/// One object of each kind the tenants hold.
+fn objects() -> String {
+    format!(
+        "apiVersion: v1
+kind: Secret
+metadata: {{name: db}}
+stringData: {{password: s3cr3t-canary, hmac: k}}
+---
+apiVersion: tofu.stackngo.io/v1alpha1
+kind: Workspace
+metadata: {{name: app}}
+spec:
+  module: {{source: oci://127.0.0.1:5055/acme/pet, tag: \"1\"}}
+  refresh: {{interval: 1h}}
+---
+apiVersion: tofu.stackngo.io/v1alpha1
+kind: Provider
+metadata: {{name: files}}
+spec: {{source: example.com/sng/file}}
+---
+apiVersion: tofu.stackngo.io/v1alpha1
+kind: Policy
+metadata: {{name: guard}}
+spec:
+  enforcement: mandatory
+  rego: {}
+---
+apiVersion: tofu.stackngo.io/v1alpha1
+kind: Webhook
+metadata: {{name: hook}}
+spec:
+  url: http://127.0.0.1:9/hook
+  events: [run.errored]
+  secretRef: {{name: db, key: hmac}}
+",
+        serde_json::to_string(REGO).unwrap()
+    )
+}
+
+/// (plural, name) of the objects of [`objects`].
+const KINDS: [(&str, &str); 5] = [
+    ("secrets", "db"),
+    ("workspaces", "app"),
+    ("providers", "files"),
+    ("policies", "guard"),
+    ("webhooks", "hook"),
+];
+
+/// A server without an engine: nothing runs, so nothing changes objects behind the test's back.
+fn start(data: &std::path::Path) -> Server {
+    let engine = data.join("no-engine");
+    Server::start_with(data, &["--engine", engine.to_str().unwrap()])
+}
+
+/// An API call with a bearer token: (code, body as JSON or text).
+fn call(
+    server: &Server,
+    method: &str,
+    token: &str,
+    path: &str,
+    body: Option<Value>,
+) -> (u16, Value) {
+    let method = reqwest::Method::from_bytes(method.as_bytes()).unwrap();
+    let mut req = reqwest::blocking::Client::new()
+        .request(method, format!("{}{path}", server.url))
+        .bearer_auth(token);
+    if let Some(b) = body {
+        req = req.json(&b);
+    }
+    let resp = req.send().unwrap();
+    let code = resp.status().as_u16();
+    let text = resp.text().unwrap();
+    (
+        code,
+        serde_json::from_str(&text).unwrap_or(Value::String(text)),
+    )
+}
+
+/// A call of the state backend, basic auth with the token as password: (code, body).
+fn state_call(
+    server: &Server,
+    method: &str,
+    token: &str,
+    path: &str,
+    body: Option<String>,
+) -> (u16, String) {
+    let method = reqwest::Method::from_bytes(method.as_bytes()).unwrap();
+    let mut req = reqwest::blocking::Client::new()
+        .request(method, format!("{}{path}", server.url))
+        .basic_auth("someone", Some(token));
+    if let Some(b) = body {
+        req = req.body(b);
+    }
+    let resp = req.send().unwrap();
+    (resp.status().as_u16(), resp.text().unwrap())
+}
+
+/// GET as JSON, which must succeed.
+fn get(server: &Server, token: &str, path: &str) -> Value {
+    let (code, body) = call(server, "GET", token, path, None);
+    assert_eq!(code, 200, "GET {path}: {body}");
+    body
+}
+
+fn last_line(text: &str) -> String {
+    text.lines().last().unwrap_or_default().trim().to_string()
+}
+
+/// `sng token create` in `tenant` with `token`: the new token (the last line).
+fn create_token(server: &Server, token: &str, tenant: &str, role: &str) -> String {
+    let o = server.sng_as(token, tenant, &["token", "create", "--role", role], None);
+    let text = ok(o);
+    let value = last_line(&text);
+    assert!(value.starts_with("sng_"), "{text}");
+    value
+}
+
+fn lock_info(id: &str) -> String {
+    json!({"ID": id, "Operation": "OperationTypeApply", "Info": "", "Who": "x@y", "Version": "1.15.5", "Created": "2026-01-01T00:00:00Z", "Path": ""}).to_string()
+}
+
+/// Everything of tenant A, read with its admin token: objects (secret values included), the
+/// tenant, its tokens, the state and its lock, runs, events, dead letters.
+fn snapshot(server: &Server, admin: &str) -> Value {
+    let mut snap = json!({
+        "tenant": get(server, admin, "/api/v1/tenants/a"),
+        "secret": get(server, admin, "/api/v1/tenants/a/secrets/db?reveal=true"),
+        "tokens": get(server, admin, "/api/v1/tenants/a/tokens"),
+        "state": get(server, admin, "/api/v1/tenants/a/workspaces/app/state"),
+        "runs": get(server, admin, "/api/v1/tenants/a/workspaces/app/runs"),
+        "events": get(server, admin, "/api/v1/tenants/a/events"),
+        "deadletters": get(server, admin, "/api/v1/tenants/a/deadletters"),
+    });
+    for (kind, _) in KINDS {
+        snap[kind] = get(server, admin, &format!("/api/v1/tenants/a/{kind}"));
+    }
+    let (code, body) = state_call(server, "GET", admin, "/state/v1/a/app", None);
+    assert_eq!(code, 200, "{body}");
+    snap["stateBody"] = Value::String(body);
+    snap
+}
+
+#[test]
+fn another_tenants_tokens_get_404_everywhere_and_change_nothing() {
+    let data = tempfile::tempdir().unwrap();
+    let files = tempfile::tempdir().unwrap();
+    let server = start(data.path());
+    let a_admin = last_line(&ok(server.sng(&["tenant", "create", "a"])));
+    let b_admin = last_line(&ok(server.sng(&["tenant", "create", "b"])));
+    let b_viewer = create_token(&server, &b_admin, "b", "viewer");
+    let b_operator = create_token(&server, &b_admin, "b", "operator");
+
+    // Tenant A: one object of each kind, a state version, an event. B has the same names.
+    let file = write(files.path(), "objects.yaml", &objects());
+    for (token, tenant) in [(&a_admin, "a"), (&b_admin, "b")] {
+        let applied = ok(server.sng_as(token, tenant, &["apply", "-f", &file], None));
+        assert_eq!(applied.lines().count(), 5, "{applied}");
+    }
+    let st = |m: &str, p: &str, b: Option<String>| {
+        let (code, body) = state_call(&server, m, &a_admin, p, b);
+        assert_eq!(code, 200, "{m} {p}: {body}");
+    };
+    st("LOCK", "/state/v1/a/app/lock", Some(lock_info("L1")));
+    st(
+        "POST",
+        "/state/v1/a/app?ID=L1",
+        Some(
+            json!({"version": 4, "serial": 1, "lineage": "lin", "outputs": {}, "resources": []})
+                .to_string(),
+        ),
+    );
+    st("UNLOCK", "/state/v1/a/app/lock", Some(lock_info("L1")));
+    let (code, body) = call(
+        &server,
+        "POST",
+        &server.token,
+        "/api/v1/tenants/a/events",
+        Some(json!({"eventType": "workspace.drifted", "workspace": "app"})),
+    );
+    assert_eq!(code, 201, "{body}");
+    let before = snapshot(&server, &a_admin);
+    assert_eq!(before["events"]["items"].as_array().unwrap().len(), 1);
+    let a_admin_id = before["tokens"]["items"][0]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+
+    // Every endpoint of the API, on A's objects.
+    let evil_ws = json!({"apiVersion": "tofu.stackngo.io/v1alpha1", "kind": "Workspace", "metadata": {"name": "evil"}, "spec": {"module": {"source": "oci://127.0.0.1:5055/x/y", "tag": "1"}}});
+    let evil_secret = json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "db"}, "stringData": {"password": "overwritten"}});
+    let mut api: Vec<(&str, String, Option<Value>)> = vec![
+        ("GET", "/api/v1/tenants/a".into(), None),
+        ("DELETE", "/api/v1/tenants/a".into(), None),
+        ("GET", "/api/v1/tenants/b/tenants/a".into(), None),
+        ("DELETE", "/api/v1/tenants/b/tenants/a".into(), None),
+        ("GET", "/api/v1/tenants/a/tenants".into(), None),
+        (
+            "POST",
+            "/api/v1/tenants/a/apply".into(),
+            Some(json!({"items": [evil_ws]})),
+        ),
+        (
+            "POST",
+            "/api/v1/tenants/a/apply".into(),
+            Some(json!({"items": [evil_secret]})),
+        ),
+        (
+            "POST",
+            "/api/v1/tenants/a/apply".into(),
+            Some(json!({"items": [], "dryRun": true})),
+        ),
+        (
+            "POST",
+            "/api/v1/tenants/a/workspaces/app/approve".into(),
+            Some(json!({"planId": "p"})),
+        ),
+        (
+            "POST",
+            "/api/v1/tenants/a/workspaces/app/cancel".into(),
+            None,
+        ),
+        (
+            "POST",
+            "/api/v1/tenants/a/workspaces/app/refresh".into(),
+            None,
+        ),
+        ("GET", "/api/v1/tenants/a/workspaces/app/runs".into(), None),
+        ("GET", "/api/v1/tenants/a/workspaces/app/state".into(), None),
+        ("GET", "/api/v1/tenants/a/runs/r1".into(), None),
+        ("GET", "/api/v1/tenants/a/runs/r1/log".into(), None),
+        ("GET", "/api/v1/tenants/a/events".into(), None),
+        ("GET", "/api/v1/tenants/a/events?workspace=app".into(), None),
+        (
+            "POST",
+            "/api/v1/tenants/a/events".into(),
+            Some(json!({"eventType": "workspace.drifted", "workspace": "app"})),
+        ),
+        ("GET", "/api/v1/tenants/a/deadletters".into(), None),
+        (
+            "POST",
+            "/api/v1/tenants/a/deadletters/d1/replay".into(),
+            None,
+        ),
+        ("GET", "/api/v1/tenants/a/tokens".into(), None),
+        (
+            "POST",
+            "/api/v1/tenants/a/tokens".into(),
+            Some(json!({"role": "admin"})),
+        ),
+        (
+            "GET",
+            format!("/api/v1/tenants/a/tokens/{a_admin_id}"),
+            None,
+        ),
+        (
+            "DELETE",
+            format!("/api/v1/tenants/a/tokens/{a_admin_id}"),
+            None,
+        ),
+    ];
+    for (kind, name) in KINDS {
+        let one = format!("/api/v1/tenants/a/{kind}/{name}");
+        api.extend([
+            ("GET", format!("/api/v1/tenants/a/{kind}"), None),
+            ("GET", one.clone(), None),
+            ("GET", format!("{one}?reveal=true"), None),
+            ("GET", format!("{one}?changedFrom=0&timeoutSeconds=1"), None),
+            ("PUT", format!("{one}/status"), Some(json!({}))),
+            ("PATCH", format!("{one}/status"), Some(json!({}))),
+            ("DELETE", one, None),
+        ]);
+    }
+    let state: Vec<(&str, &str, Option<String>)> = vec![
+        ("GET", "/state/v1/a/app", None),
+        ("POST", "/state/v1/a/app?ID=L1", Some(json!({"version": 4, "serial": 9, "lineage": "lin", "outputs": {}, "resources": []}).to_string())),
+        ("DELETE", "/state/v1/a/app", None),
+        ("LOCK", "/state/v1/a/app/lock", Some(lock_info("EVIL"))),
+        ("UNLOCK", "/state/v1/a/app/lock", Some(lock_info("L1"))),
+        ("GET", "/state/v1/a/nothing", None),
+    ];
+    for (role, token) in [
+        ("viewer", &b_viewer),
+        ("operator", &b_operator),
+        ("admin", &b_admin),
+    ] {
+        for (method, path, body) in &api {
+            let (code, answer) = call(&server, method, token, path, body.clone());
+            assert_eq!(
+                (code, answer["reason"].as_str()),
+                (404, Some("NotFound")),
+                "B's {role} token: {method} {path}: {answer}"
+            );
+            assert!(!answer.to_string().contains("s3cr3t"), "{answer}");
+        }
+        for (method, path, body) in &state {
+            let (code, answer) = state_call(&server, method, token, path, body.clone());
+            assert_eq!(
+                code, 404,
+                "B's {role} token: state {method} {path}: {answer}"
+            );
+        }
+        // the CLI says the same
+        for args in [
+            &["kind", "get", "secret", "db", "-o", "yaml"][..],
+            &["kind", "get", "workspaces"],
+            &["kind", "delete", "workspace", "app"],
+            &["apply", "-f", &file],
+            &["token", "list"],
+            &["token", "create", "--role", "admin"],
+            &["events"],
+        ] {
+            let o = server.sng_as(token, "a", args, None);
+            assert_eq!(o.status.code(), Some(1), "{args:?}: {}", out(&o));
+            assert!(err(&o).contains("not found"), "{args:?}: {}", err(&o));
+            assert!(!out(&o).contains("s3cr3t"));
+        }
+    }
+
+    // Nothing changed in A: objects, secret values, tokens, state, lock, events.
+    let after = snapshot(&server, &a_admin);
+    assert_eq!(before, after);
+    assert!(after["secret"]
+        .to_string()
+        .contains(&base64_of("s3cr3t-canary")));
+    assert!(after["state"]["lock"].is_null(), "{}", after["state"]);
+    assert!(after["stateBody"]
+        .as_str()
+        .unwrap()
+        .contains("\"serial\":1"));
+    // and A's admin token still works
+    assert_eq!(
+        call(
+            &server,
+            "GET",
+            &a_admin,
+            "/api/v1/tenants/a/workspaces",
+            None
+        )
+        .0,
+        200
+    );
+}
+
+fn base64_of(text: &str) -> String {
+    use base64::Engine as _;
+    base64::engine::general_purpose::STANDARD.encode(text)
+}
+
+#[test]
+fn roles_decide_what_a_token_may_do_in_its_tenant() {
+    let data = tempfile::tempdir().unwrap();
+    let files = tempfile::tempdir().unwrap();
+    let server = start(data.path());
+    let admin = last_line(&ok(server.sng(&["tenant", "create", "b"])));
+    let file = write(files.path(), "objects.yaml", &objects());
+    ok(server.sng_as(&admin, "b", &["apply", "-f", &file], None));
+    let viewer = create_token(&server, &admin, "b", "viewer");
+    let operator = create_token(&server, &admin, "b", "operator");
+    let forbidden = |token: &str, method: &str, path: &str, body: Option<Value>, role: &str| {
+        let (code, answer) = call(&server, method, token, path, body);
+        assert_eq!(
+            (code, answer["reason"].as_str()),
+            (403, Some("Forbidden")),
+            "{method} {path}: {answer}"
+        );
+        let message = answer["message"].as_str().unwrap();
+        assert!(message.contains(&format!("`{role}`")), "{message}");
+    };
+    let ws = json!({"apiVersion": "tofu.stackngo.io/v1alpha1", "kind": "Workspace", "metadata": {"name": "extra"}, "spec": {"module": {"source": "oci://127.0.0.1:5055/x/y", "tag": "1"}}});
+    let policy = json!({"apiVersion": "tofu.stackngo.io/v1alpha1", "kind": "Policy", "metadata": {"name": "more"}, "spec": {"enforcement": "advisory", "rego": REGO}});
+
+    // viewer: reads everything but secret values; writes nothing
+    for (kind, name) in KINDS {
+        get(&server, &viewer, &format!("/api/v1/tenants/b/{kind}"));
+        get(
+            &server,
+            &viewer,
+            &format!("/api/v1/tenants/b/{kind}/{name}"),
+        );
+    }
+    for path in [
+        "/workspaces/app/runs",
+        "/workspaces/app/state",
+        "/events",
+        "/deadletters",
+    ] {
+        get(&server, &viewer, &format!("/api/v1/tenants/b{path}"));
+    }
+    get(&server, &viewer, "/api/v1/tenants/b");
+    let listed = ok(server.sng_as(&viewer, "b", &["kind", "get", "secrets"], None));
+    assert!(
+        listed.contains("db") && !listed.contains("s3cr3t"),
+        "{listed}"
+    );
+    forbidden(
+        &viewer,
+        "GET",
+        "/api/v1/tenants/b/secrets/db?reveal=true",
+        None,
+        "operator",
+    );
+    forbidden(
+        &viewer,
+        "POST",
+        "/api/v1/tenants/b/apply",
+        Some(json!({"items": [ws]})),
+        "operator",
+    );
+    for (kind, name) in KINDS {
+        // policies and webhooks are the tenant's settings: the admin's
+        let role = if matches!(kind, "policies" | "webhooks") {
+            "admin"
+        } else {
+            "operator"
+        };
+        forbidden(
+            &viewer,
+            "DELETE",
+            &format!("/api/v1/tenants/b/{kind}/{name}"),
+            None,
+            role,
+        );
+    }
+    for action in ["approve", "cancel", "refresh"] {
+        forbidden(
+            &viewer,
+            "POST",
+            &format!("/api/v1/tenants/b/workspaces/app/{action}"),
+            Some(json!({"planId": "p"})).filter(|_| action == "approve"),
+            "operator",
+        );
+    }
+    forbidden(
+        &viewer,
+        "POST",
+        "/api/v1/tenants/b/deadletters/d1/replay",
+        None,
+        "operator",
+    );
+    forbidden(&viewer, "GET", "/api/v1/tenants/b/tokens", None, "admin");
+    let (code, body) = state_call(&server, "GET", &viewer, "/state/v1/b/app", None);
+    assert_eq!(code, 403, "{body}");
+    assert!(body.contains("`operator`"), "{body}");
+    for args in [
+        &["kind", "get", "secret", "db", "-o", "yaml"][..],
+        &["apply", "-f", &file],
+        &["kind", "delete", "secret", "db"],
+        &["refresh", "workspace", "app"],
+        &["token", "list"],
+    ] {
+        let o = server.sng_as(&viewer, "b", args, None);
+        assert_eq!(o.status.code(), Some(1), "{args:?}: {}", out(&o));
+        assert!(err(&o).contains("role"), "{args:?}: {}", err(&o));
+        assert!(!out(&o).contains("s3cr3t"));
+    }
+
+    // operator: applies, deletes, reveals, approves…; not the tenant's settings nor its tokens
+    let shown = get(
+        &server,
+        &operator,
+        "/api/v1/tenants/b/secrets/db?reveal=true",
+    );
+    assert_eq!(shown["data"]["password"], base64_of("s3cr3t-canary"));
+    let extra = write(
+        files.path(),
+        "extra.yaml",
+        "apiVersion: tofu.stackngo.io/v1alpha1\nkind: Workspace\nmetadata: {name: extra}\nspec:\n  module: {source: oci://127.0.0.1:5055/x/y, tag: \"1\"}\n---\napiVersion: v1\nkind: Secret\nmetadata: {name: tmp}\nstringData: {k: v}\n",
+    );
+    assert_eq!(
+        ok(server.sng_as(&operator, "b", &["apply", "-f", &extra], None)),
+        "workspace/extra created\nsecret/tmp created\n"
+    );
+    ok(server.sng_as(
+        &operator,
+        "b",
+        &["kind", "delete", "workspace", "extra"],
+        None,
+    ));
+    ok(server.sng_as(&operator, "b", &["kind", "delete", "secret", "tmp"], None));
+    ok(server.sng_as(&operator, "b", &["refresh", "workspace", "app"], None));
+    // past the role check: no plan awaits approval, no run is active, no such dead letter
+    assert_eq!(
+        call(
+            &server,
+            "POST",
+            &operator,
+            "/api/v1/tenants/b/workspaces/app/approve",
+            Some(json!({"planId": "p"}))
+        )
+        .0,
+        409
+    );
+    assert_eq!(
+        call(
+            &server,
+            "POST",
+            &operator,
+            "/api/v1/tenants/b/workspaces/app/cancel",
+            None
+        )
+        .0,
+        409
+    );
+    assert_eq!(
+        call(
+            &server,
+            "POST",
+            &operator,
+            "/api/v1/tenants/b/deadletters/d1/replay",
+            None
+        )
+        .0,
+        404
+    );
+    let (code, body) = state_call(
+        &server,
+        "LOCK",
+        &operator,
+        "/state/v1/b/app/lock",
+        Some(lock_info("OP")),
+    );
+    assert_eq!(code, 200, "{body}");
+    let (code, body) = state_call(
+        &server,
+        "UNLOCK",
+        &operator,
+        "/state/v1/b/app/lock",
+        Some(lock_info("OP")),
+    );
+    assert_eq!(code, 200, "{body}");
+    forbidden(
+        &operator,
+        "POST",
+        "/api/v1/tenants/b/apply",
+        Some(json!({"items": [policy]})),
+        "admin",
+    );
+    forbidden(
+        &operator,
+        "DELETE",
+        "/api/v1/tenants/b/webhooks/hook",
+        None,
+        "admin",
+    );
+    forbidden(
+        &operator,
+        "POST",
+        "/api/v1/tenants/b/tokens",
+        Some(json!({"role": "viewer"})),
+        "admin",
+    );
+    forbidden(&operator, "GET", "/api/v1/tenants/b/tokens", None, "admin");
+    let o = server.sng_as(
+        &operator,
+        "b",
+        &["token", "create", "--role", "viewer"],
+        None,
+    );
+    assert_eq!(o.status.code(), Some(1));
+    assert!(err(&o).contains("needs the `admin` role"), "{}", err(&o));
+    // tenants stay the platform admin's
+    let (code, body) = call(&server, "DELETE", &admin, "/api/v1/tenants/b", None);
+    assert_eq!(code, 403, "{body}");
+
+    // admin: the tenant's settings and tokens
+    let (code, body) = call(
+        &server,
+        "POST",
+        &admin,
+        "/api/v1/tenants/b/apply",
+        Some(json!({"items": [policy]})),
+    );
+    assert_eq!(code, 200, "{body}");
+    let o = ok(server.sng_as(
+        &admin,
+        "b",
+        &[
+            "token",
+            "create",
+            "--role",
+            "viewer",
+            "--description",
+            "dashboards",
+        ],
+        None,
+    ));
+    assert!(o.contains("shown only once"), "{o}");
+    let ci = last_line(&o);
+    let id = o
+        .lines()
+        .next()
+        .unwrap()
+        .trim_start_matches("token/")
+        .split(' ')
+        .next()
+        .unwrap()
+        .to_string();
+    let table = ok(server.sng_as(&admin, "b", &["token", "list"], None));
+    let header = table.lines().next().unwrap();
+    for col in ["ID", "ROLE", "STATUS", "EXPIRES", "AGE", "DESCRIPTION"] {
+        assert!(header.contains(col), "{table}");
+    }
+    let line = table
+        .lines()
+        .find(|l| l.starts_with(&id))
+        .unwrap_or_else(|| panic!("{table}"));
+    assert!(
+        line.contains("viewer") && line.contains("Active") && line.contains("dashboards"),
+        "{table}"
+    );
+    let listed: Vec<Value> = serde_json::from_str(&ok(server.sng_as(
+        &admin,
+        "b",
+        &["token", "list", "-o", "json"],
+        None,
+    )))
+    .unwrap();
+    assert_eq!(listed.len(), 4, "{listed:?}");
+    // the tenant-creation token is an admin one; values are never listed
+    let created_with_tenant: Vec<&Value> = listed
+        .iter()
+        .filter(|t| {
+            t["description"]
+                .as_str()
+                .unwrap()
+                .contains("created with the tenant")
+        })
+        .collect();
+    assert_eq!(created_with_tenant.len(), 1, "{listed:?}");
+    assert_eq!(created_with_tenant[0]["role"], "admin");
+    let text = serde_json::to_string(&listed).unwrap();
+    for value in [&admin, &viewer, &operator, &ci] {
+        assert!(!text.contains(value.as_str()));
+    }
+    get(&server, &ci, "/api/v1/tenants/b/workspaces");
+    assert_eq!(
+        ok(server.sng_as(&admin, "b", &["token", "revoke", &id], None)),
+        format!("token/{id} revoked\n")
+    );
+    // revoked: 401 saying so, on the API and the state backend, and listed as such
+    let (code, body) = call(&server, "GET", &ci, "/api/v1/tenants/b/workspaces", None);
+    assert_eq!(
+        (code, body["reason"].as_str()),
+        (401, Some("Unauthorized")),
+        "{body}"
+    );
+    assert!(
+        body["message"].as_str().unwrap().contains("revoked"),
+        "{body}"
+    );
+    assert_eq!(
+        state_call(&server, "GET", &ci, "/state/v1/b/app", None).0,
+        401
+    );
+    let o = server.sng_as(&ci, "b", &["kind", "get", "workspaces"], None);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(err(&o).contains("revoked"), "{}", err(&o));
+    let table = ok(server.sng_as(&admin, "b", &["token", "list"], None));
+    assert!(
+        table
+            .lines()
+            .any(|l| l.starts_with(&id) && l.contains("Revoked")),
+        "{table}"
+    );
+    let (code, _) = call(
+        &server,
+        "DELETE",
+        &admin,
+        "/api/v1/tenants/b/tokens/no-such-id",
+        None,
+    );
+    assert_eq!(code, 404);
+
+    // the platform admin manages any tenant's tokens; a missing tenant is 404
+    let (code, body) = call(
+        &server,
+        "POST",
+        &server.token,
+        "/api/v1/tenants/b/tokens",
+        Some(json!({"role": "operator", "expires": "1h"})),
+    );
+    assert_eq!(code, 201, "{body}");
+    assert_eq!(body["role"], "operator");
+    assert!(
+        body["expiresAt"].is_string() && body["token"].as_str().unwrap().starts_with("sng_"),
+        "{body}"
+    );
+    let (code, _) = call(
+        &server,
+        "POST",
+        &server.token,
+        "/api/v1/tenants/nope/tokens",
+        Some(json!({"role": "viewer"})),
+    );
+    assert_eq!(code, 404);
+    // bad requests
+    let (code, body) = call(
+        &server,
+        "POST",
+        &admin,
+        "/api/v1/tenants/b/tokens",
+        Some(json!({"role": "root"})),
+    );
+    assert_eq!(
+        (code, body["reason"].as_str()),
+        (422, Some("Invalid")),
+        "{body}"
+    );
+    let (code, _) = call(
+        &server,
+        "POST",
+        &admin,
+        "/api/v1/tenants/b/tokens",
+        Some(json!({"role": "viewer", "expires": "soon"})),
+    );
+    assert_eq!(code, 422);
+    let o = server.sng_as(&admin, "b", &["token", "create", "--role", "root"], None);
+    assert_eq!(o.status.code(), Some(2), "{}", err(&o));
+    let o = server.sng_as(
+        &admin,
+        "b",
+        &["token", "create", "--role", "viewer", "--expires", "0"],
+        None,
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", err(&o));
+}
+
+#[test]
+fn an_expired_token_is_refused_with_a_message_saying_so() {
+    let data = tempfile::tempdir().unwrap();
+    let server = start(data.path());
+    let admin = last_line(&ok(server.sng(&["tenant", "create", "b"])));
+    let o = ok(server.sng_as(
+        &admin,
+        "b",
+        &["token", "create", "--role", "viewer", "--expires", "1s"],
+        None,
+    ));
+    assert!(o.lines().next().unwrap().contains("expires"), "{o}");
+    let short = last_line(&o);
+    // valid until it expires, then 401 for good
+    let body = wait_for("the token to expire", Duration::from_secs(30), || {
+        let (code, body) = call(&server, "GET", &short, "/api/v1/tenants/b/workspaces", None);
+        assert!(code == 200 || code == 401, "{code}: {body}");
+        (code == 401).then_some(body)
+    });
+    assert_eq!(body["reason"], "Unauthorized");
+    assert!(
+        body["message"].as_str().unwrap().contains("expired"),
+        "{body}"
+    );
+    let (code, text) = state_call(&server, "GET", &short, "/state/v1/b/app", None);
+    assert_eq!(code, 401);
+    assert!(text.contains("expired"), "{text}");
+    let o = server.sng_as(&short, "b", &["kind", "get", "workspaces"], None);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(err(&o).contains("expired"), "{}", err(&o));
+    let table = ok(server.sng_as(&admin, "b", &["token", "list"], None));
+    assert!(
+        table
+            .lines()
+            .any(|l| l.contains("viewer") && l.contains("Expired")),
+        "{table}"
+    );
+}
