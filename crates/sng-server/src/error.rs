@@ -111,6 +111,15 @@ impl ApiError {
         )
     }
 
+    /// 428: a production tenant wants the workspace name re-typed for a destructive action.
+    pub fn confirmation_required(tenant: &str, what: &str, name: &str) -> Self {
+        Self::new(
+            StatusCode::PRECONDITION_REQUIRED,
+            "ConfirmationRequired",
+            format!("tenant `{tenant}` is production: {what}\nhint: re-type the workspace name: --confirm {name}"),
+        )
+    }
+
     /// 422 with one line per broken rule.
     pub fn invalid(errors: &[ObjectError]) -> Self {
         let causes: Vec<Cause> = errors

@@ -161,6 +161,11 @@ fn write_role(kind: Kind) -> Role {
     }
 }
 
+/// Whether a tenant is marked `production: true` (destructive actions need a re-typed name).
+fn is_production(store: &Store, tenant: &str) -> bool {
+    matches!(store.get(Kind::Tenant, "", tenant), Ok(Some(Object::Tenant(t))) if t.spec.production)
+}
+
 fn kind_of(word: &str) -> Result<Kind, ApiError> {
     Kind::parse(word).ok_or_else(|| {
         ApiError::not_found(format!(
@@ -294,6 +299,9 @@ struct ApplyRequest {
     items: Vec<Value>,
     #[serde(default)]
     dry_run: bool,
+    /// Workspace names re-typed to confirm destructive changes in a production tenant.
+    #[serde(default)]
+    confirm: Vec<String>,
 }
 
 /// One line of an apply answer.
@@ -361,6 +369,42 @@ async fn apply(
         }
     }
     let dry_run = req.dry_run;
+    let confirm = req.confirm.clone();
+    let t = tenant.clone();
+    let switching: Vec<String> = blocking(&st, {
+        let objects = objects.clone();
+        move |s| {
+            if !is_production(s, &t) {
+                return Ok(vec![]);
+            }
+            // Switching a workspace to `Destroy` (or creating one with it) is destructive.
+            let mut names = vec![];
+            for o in &objects {
+                if let Object::Workspace(ws) = o {
+                    if ws.spec.deletion_policy != Some(sng_api::workspace::DeletionPolicy::Destroy)
+                    {
+                        continue;
+                    }
+                    let before = match s.get(Kind::Workspace, &t, &ws.metadata.name)? {
+                        Some(Object::Workspace(old)) => old.spec.deletion_policy,
+                        _ => None,
+                    };
+                    if before != Some(sng_api::workspace::DeletionPolicy::Destroy) {
+                        names.push(ws.metadata.name.clone());
+                    }
+                }
+            }
+            Ok(names)
+        }
+    })
+    .await?;
+    if let Some(name) = switching.iter().find(|n| !confirm.contains(n)) {
+        return Err(ApiError::confirmation_required(
+            &tenant,
+            &format!("setting deletionPolicy Destroy on workspace `{name}` lets a deletion destroy its infrastructure"),
+            name,
+        ));
+    }
     let applied = blocking(&st, move |s| s.apply(&tenant, objects, dry_run)).await?;
     if let Some(p) = &st.platform {
         p.wake.notify_one();
@@ -437,10 +481,18 @@ async fn get_one(
     }
 }
 
+#[derive(Deserialize, Default)]
+struct DeleteQuery {
+    /// The workspace name, re-typed, for a Destroy deletion in a production tenant.
+    #[serde(default)]
+    confirm: Option<String>,
+}
+
 async fn delete_one(
     State(st): State<AppState>,
     caller: Caller,
     Path((tenant, kind, name)): Path<(String, String, String)>,
+    Query(dq): Query<DeleteQuery>,
 ) -> Result<Json<Value>, ApiError> {
     caller.scope(&tenant)?;
     let kind = kind_of(&kind)?;
@@ -451,6 +503,20 @@ async fn delete_one(
         caller.role(write_role(kind), &format!("deleting a {kind}"))?;
     }
     if kind == Kind::Workspace {
+        let (t, n) = (tenant.clone(), name.clone());
+        let needs_confirm = blocking(&st, move |s| {
+            let destroy = matches!(s.get(Kind::Workspace, &t, &n)?, Some(Object::Workspace(ws))
+                if ws.spec.deletion_policy == Some(sng_api::workspace::DeletionPolicy::Destroy));
+            Ok(destroy && is_production(s, &t))
+        })
+        .await?;
+        if needs_confirm && dq.confirm.as_deref() != Some(name.as_str()) {
+            return Err(ApiError::confirmation_required(
+                &tenant,
+                &format!("deleting workspace `{name}` (deletionPolicy Destroy) destroys its infrastructure"),
+                &name,
+            ));
+        }
         let platform = st.platform.clone();
         let obj = blocking(&st, move |s| {
             let Some(Object::Workspace(ws)) = s.get(Kind::Workspace, &tenant, &name)? else {
@@ -585,6 +651,9 @@ async fn state_versions(
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct ApproveRequest {
     plan_id: String,
+    /// The workspace name, re-typed, when a production tenant's plan destroys anything.
+    #[serde(default)]
+    confirm: Option<String>,
 }
 
 /// Approve the plan awaiting approval; an id that is not that plan's is refused (409).
@@ -597,6 +666,25 @@ async fn approve(
     caller.require(&tenant, Role::Operator, "approving a plan")?;
     let Json(req) = body.map_err(|e| ApiError::bad_request(e.body_text()))?;
     let who = format!("token:{}", caller.0.token_id);
+    let (t, n) = (tenant.clone(), name.clone());
+    let destroys = blocking(&st, move |s| {
+        let destroys = match s.get(Kind::Workspace, &t, &n)? {
+            Some(Object::Workspace(ws)) => ws
+                .status
+                .and_then(|st| st.last_plan)
+                .map_or(0, |p| p.destroy),
+            _ => 0,
+        };
+        Ok(if is_production(s, &t) { destroys } else { 0 })
+    })
+    .await?;
+    if destroys > 0 && req.confirm.as_deref() != Some(name.as_str()) {
+        return Err(ApiError::confirmation_required(
+            &tenant,
+            &format!("the plan of workspace `{name}` destroys {destroys} resource(s)"),
+            &name,
+        ));
+    }
     let n = name.clone();
     let answer = blocking(&st, move |s| {
         let Some(Object::Workspace(ws)) = s.get(Kind::Workspace, &tenant, &n)? else {

@@ -67,7 +67,7 @@ pub fn apply(client: &Client, tenant: &str, args: &ApplyArgs) -> Result<(), CliE
     }
     let answer = client.post(
         &format!("/tenants/{tenant}/apply"),
-        &json!({"items": items, "dryRun": args.dry_run}),
+        &json!({"items": items, "dryRun": args.dry_run, "confirm": args.confirm}),
     )?;
     let suffix = if args.dry_run { " (dry run)" } else { "" };
     for item in answer["items"].as_array().into_iter().flatten() {

@@ -83,6 +83,9 @@ pub enum Command {
         name: String,
         /// The plan id, as shown in `status.lastPlan.id`.
         plan_id: String,
+        /// The workspace name, re-typed: needed in a production tenant when the plan destroys anything.
+        #[arg(long)]
+        confirm: Option<String>,
     },
     /// Run the periodic refresh (drift detection) of a workspace now.
     Refresh {
@@ -199,6 +202,10 @@ pub struct ApplyArgs {
     /// Validate and show what would change, without changing anything.
     #[arg(long)]
     pub dry_run: bool,
+    /// Workspace names re-typed to confirm destructive changes in a production tenant
+    /// (setting `deletionPolicy: Destroy`). Repeatable.
+    #[arg(long)]
+    pub confirm: Vec<String>,
 }
 
 #[derive(Subcommand, Debug)]
@@ -228,6 +235,9 @@ pub enum KindCommand {
         /// Give up waiting after this long (Go duration).
         #[arg(long, default_value = "10m", value_parser = parse_duration)]
         timeout: std::time::Duration,
+        /// The workspace name, re-typed: needed in a production tenant for a Destroy deletion.
+        #[arg(long)]
+        confirm: Option<String>,
     },
 }
 
@@ -402,10 +412,13 @@ pub fn run(cli: Cli, matches: &clap::ArgMatches) -> Result<(), CliError> {
                 name,
                 wait,
                 timeout,
+                confirm,
             } => {
                 let client = Client::new(&g)?;
                 let kind = parse_kind(&kind)?;
-                crate::get::delete(&client, &g.tenant, kind, &name)?;
+                let confirm =
+                    crate::wait::confirm_if_needed(&client, &g.tenant, kind, &name, confirm)?;
+                crate::get::delete(&client, &g.tenant, kind, &name, confirm.as_deref())?;
                 if wait {
                     crate::wait::gone(&client, &g.tenant, kind, &name, timeout)?;
                 }
@@ -432,13 +445,20 @@ pub fn run(cli: Cli, matches: &clap::ArgMatches) -> Result<(), CliError> {
             kind,
             name,
             plan_id,
-        } => crate::wait::approve(
-            &Client::new(&g)?,
-            &g.tenant,
-            parse_kind(&kind)?,
-            &name,
-            &plan_id,
-        ),
+            confirm,
+        } => {
+            let client = Client::new(&g)?;
+            let kind = parse_kind(&kind)?;
+            let confirm = crate::wait::confirm_if_needed(&client, &g.tenant, kind, &name, confirm)?;
+            crate::wait::approve(
+                &client,
+                &g.tenant,
+                kind,
+                &name,
+                &plan_id,
+                confirm.as_deref(),
+            )
+        }
         Command::Cancel { kind, name } => {
             crate::wait::cancel(&Client::new(&g)?, &g.tenant, parse_kind(&kind)?, &name)
         }

@@ -72,8 +72,18 @@ pub fn print_answer(
     }
 }
 
-pub fn delete(client: &Client, tenant: &str, kind: Kind, name: &str) -> Result<(), CliError> {
-    let answer = client.delete(&object_path(tenant, kind, Some(name)))?;
+pub fn delete(
+    client: &Client,
+    tenant: &str,
+    kind: Kind,
+    name: &str,
+    confirm: Option<&str>,
+) -> Result<(), CliError> {
+    let mut path = object_path(tenant, kind, Some(name));
+    if let Some(c) = confirm {
+        path.push_str(&format!("?confirm={c}"));
+    }
+    let answer = client.delete(&path)?;
     let word = kind.as_str().to_ascii_lowercase();
     if answer
         .pointer("/metadata/deletionTimestamp")

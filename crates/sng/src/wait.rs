@@ -179,11 +179,12 @@ pub fn approve(
     kind: Kind,
     name: &str,
     plan_id: &str,
+    confirm: Option<&str>,
 ) -> Result<(), CliError> {
     workspace_only(kind)?;
     client.post(
         &format!("/tenants/{tenant}/workspaces/{name}/approve"),
-        &serde_json::json!({"planId": plan_id}),
+        &serde_json::json!({"planId": plan_id, "confirm": confirm}),
     )?;
     println!("workspace/{name} plan {plan_id} approved");
     Ok(())
@@ -264,4 +265,33 @@ pub fn refresh(client: &Client, tenant: &str, kind: Kind, name: &str) -> Result<
     )?;
     println!("workspace/{name} refresh due now");
     Ok(())
+}
+
+/// In a production tenant, ask for the workspace name on a terminal when `--confirm` is absent
+/// (the server decides whether the action needs it; without a terminal, its answer says how).
+pub fn confirm_if_needed(
+    client: &Client,
+    tenant: &str,
+    kind: Kind,
+    name: &str,
+    given: Option<String>,
+) -> Result<Option<String>, CliError> {
+    use std::io::IsTerminal as _;
+    if given.is_some() || kind != Kind::Workspace || !std::io::stdin().is_terminal() {
+        return Ok(given);
+    }
+    let production = client
+        .get(&format!("/tenants/{tenant}"))
+        .ok()
+        .and_then(|t| t.pointer("/spec/production").and_then(Value::as_bool))
+        .unwrap_or(false);
+    if !production {
+        return Ok(None);
+    }
+    eprint!("tenant `{tenant}` is PRODUCTION. Type the workspace name ({name}) to confirm: ");
+    let mut line = String::new();
+    std::io::stdin()
+        .read_line(&mut line)
+        .map_err(|e| CliError::rejected(format!("cannot read the confirmation: {e}")))?;
+    Ok(Some(line.trim().to_string()))
 }
