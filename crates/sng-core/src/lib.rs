@@ -6,4 +6,5 @@ pub mod dag;
 pub mod decide;
 pub mod mask;
 pub mod plan;
+pub mod redact;
 pub mod state;

@@ -98,6 +98,52 @@ fn write_canonical(v: &Value, h: &mut Sha256) {
     }
 }
 
+/// A resource-level view of `resource_changes` (or `resource_drift`) of a REDACTED plan: for each
+/// resource that changes, its address, actions and the attributes whose value differs.
+pub fn describe(redacted: &Value, key: &str) -> Vec<Value> {
+    let mut out = Vec::new();
+    for rc in redacted[key].as_array().into_iter().flatten() {
+        let change = &rc["change"];
+        let actions: Vec<&str> = change["actions"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .collect();
+        if actions == ["no-op"] || actions == ["read"] {
+            if change["importing"].is_null() {
+                continue;
+            }
+        }
+        let (before, after) = (&change["before"], &change["after"]);
+        let mut keys: Vec<&String> = before
+            .as_object()
+            .into_iter()
+            .flatten()
+            .map(|(k, _)| k)
+            .collect();
+        keys.extend(after.as_object().into_iter().flatten().map(|(k, _)| k));
+        keys.sort();
+        keys.dedup();
+        let unknown = &change["after_unknown"];
+        let attributes: Vec<Value> = keys
+            .into_iter()
+            .filter(|k| before.get(*k) != after.get(*k) || unknown.get(*k) == Some(&Value::Bool(true)))
+            .map(|k| {
+                let after_v = if unknown.get(k) == Some(&Value::Bool(true)) { Value::String("(known after apply)".into()) } else { after.get(k).cloned().unwrap_or(Value::Null) };
+                serde_json::json!({"name": k, "before": before.get(k).cloned().unwrap_or(Value::Null), "after": after_v})
+            })
+            .collect();
+        out.push(serde_json::json!({
+            "address": rc["address"],
+            "actions": actions,
+            "importing": change.get("importing").filter(|v| !v.is_null()),
+            "attributes": attributes,
+        }));
+    }
+    out
+}
+
 /// Names of the outputs a plan or state marks sensitive, from `output -json`.
 pub fn sensitive_output_values(outputs: &Value) -> Vec<String> {
     let mut out = Vec::new();

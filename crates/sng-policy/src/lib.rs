@@ -20,7 +20,6 @@
 //! name without seeing each other's rules.
 #![forbid(unsafe_code)]
 
-mod redact;
 
 use std::num::NonZeroU32;
 use std::time::Duration;
@@ -30,7 +29,7 @@ use regorus::{Engine, Value};
 use serde::{Deserialize, Serialize};
 pub use sng_api::governance::Enforcement;
 
-pub use redact::{redact_plan, REDACTED, SENSITIVE};
+pub use sng_core::redact::{redact_plan, REDACTED, SENSITIVE};
 
 /// The file name regorus reports in its errors; messages are rewritten to say "line N" instead.
 const SOURCE_NAME: &str = "policy.rego";

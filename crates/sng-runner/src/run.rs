@@ -154,6 +154,10 @@ pub struct PlanResult {
     pub counts: PlanCounts,
     /// Hash of `resource_changes`.
     pub hash: String,
+    /// Resource-level changes, redacted and masked (`sng plan`, run records).
+    pub changes: Vec<Value>,
+    /// Resource-level drift (changes made outside the platform), redacted and masked.
+    pub drift: Vec<Value>,
 }
 
 /// How the run ended.
@@ -431,9 +435,19 @@ async fn run_in(
         Ok(v) => v,
         Err(_) => return RunResult::Failed("show -json printed something that is not JSON".into()),
     };
+    let redacted = sng_core::redact::redact_plan(&plan_json);
+    let masked = |v: Vec<Value>| -> Vec<Value> {
+        v.into_iter()
+            .map(|x| {
+                serde_json::from_str(&log.masker().mask(&x.to_string())).unwrap_or(Value::Null)
+            })
+            .collect()
+    };
     out.plan = Some(PlanResult {
         counts: count(&plan_json),
         hash: hash_resource_changes(&plan_json),
+        changes: masked(sng_core::plan::describe(&redacted, "resource_changes")),
+        drift: masked(sng_core::plan::describe(&redacted, "resource_drift")),
     });
     if let (Some(p), Some(plan)) = (&input.progress, &out.plan) {
         p(Progress::Planned(plan.clone()));

@@ -2,6 +2,7 @@
 #![forbid(unsafe_code)]
 
 pub mod error;
+pub mod explain;
 pub mod events;
 mod keys;
 pub mod platform;

@@ -51,6 +51,7 @@ pub fn router(state: AppState) -> Router {
             "/api/v1/tenants/{tenant}/workspaces/{name}/state",
             get(state_versions),
         )
+        .route("/api/v1/tenants/{tenant}/workspaces/{name}/explain", get(crate::explain::explain_route))
         .route(
             "/api/v1/tenants/{tenant}/workspaces/{name}/refresh",
             post(refresh_now),
@@ -188,6 +189,124 @@ fn list_body(items: Vec<Value>) -> Value {
     json!({"apiVersion": "v1", "kind": "List", "items": items})
 }
 
+/// The most objects one page of a listing may hold (`?limit=`).
+const MAX_LIST_LIMIT: usize = 1000;
+
+/// `?limit=N&continue=TOKEN` of a listing, as in the Kubernetes API. Both are optional: without
+/// `limit`, everything (from the cursor on) in one answer.
+#[derive(Deserialize, Default)]
+struct ListQuery {
+    #[serde(default)]
+    limit: Option<String>,
+    #[serde(default, rename = "continue")]
+    cursor: Option<String>,
+}
+
+/// What a `continue` token holds: base64url (no padding) of this JSON. Opaque to clients.
+#[derive(Serialize, Deserialize)]
+struct ContinueToken {
+    v: u32,
+    kind: String,
+    /// The tenant of the listing; '' for tenants themselves.
+    tenant: String,
+    /// The last name of the previous page (keyset pagination on the name).
+    after: String,
+}
+
+/// The page asked by a listing's query: (limit, the name to start after). A token made for
+/// another listing, or not made by us, is refused (400); a limit out of 1..=1000 too (422).
+fn page_of(
+    query: Result<Query<ListQuery>, axum::extract::rejection::QueryRejection>,
+    kind: Kind,
+    tenant: &str,
+) -> Result<(usize, Option<String>), ApiError> {
+    use base64::Engine as _;
+    let Query(q) = query.map_err(|e| ApiError::bad_request(e.body_text()))?;
+    let limit = match q.limit.as_deref() {
+        None => usize::MAX,
+        Some(l) => l
+            .trim()
+            .parse::<usize>()
+            .ok()
+            .filter(|n| (1..=MAX_LIST_LIMIT).contains(n))
+            .ok_or_else(|| {
+                ApiError::invalid_field(
+                    "query",
+                    "limit",
+                    &format!("must be an integer from 1 to {MAX_LIST_LIMIT}, not `{l}`"),
+                )
+            })?,
+    };
+    let Some(token) = q.cursor.filter(|c| !c.is_empty()) else {
+        return Ok((limit, None));
+    };
+    let listing = match kind {
+        Kind::Tenant => "the tenants".to_string(),
+        _ => format!("the {} of tenant `{tenant}`", kind.plural()),
+    };
+    let restart = "list again without `continue` to start over";
+    let token: ContinueToken = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(token.trim_end_matches('='))
+        .ok()
+        .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+        .filter(|t: &ContinueToken| t.v == 1 && !t.after.is_empty())
+        .ok_or_else(|| {
+            ApiError::bad_request(format!(
+                "the continue token does not belong to this listing ({listing}): it is malformed; {restart}"
+            ))
+        })?;
+    if token.kind != kind.as_str() || token.tenant != tenant {
+        return Err(ApiError::bad_request(format!(
+            "the continue token does not belong to this listing ({listing}): it was made for another kind or tenant; {restart}"
+        )));
+    }
+    Ok((limit, Some(token.after)))
+}
+
+/// A page of a listing: `metadata.continue` when more remain, absent on the last page.
+fn list_page_body(items: Vec<Value>, kind: Kind, tenant: &str, next: Option<String>) -> Value {
+    use base64::Engine as _;
+    let mut body = list_body(items);
+    if let Some(after) = next {
+        let token = ContinueToken {
+            v: 1,
+            kind: kind.as_str().to_string(),
+            tenant: tenant.to_string(),
+            after,
+        };
+        let token = base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .encode(serde_json::to_vec(&token).expect("json"));
+        body["metadata"] = json!({ "continue": token });
+    }
+    body
+}
+
+/// A page of the tenants `visible` lets through. The store is read on until the page is full and
+/// one more visible tenant is known to exist: the cursor is always the name of a tenant of the
+/// page (never a hidden one), and the last page carries none.
+fn visible_tenants_page(
+    s: &Store,
+    limit: usize,
+    mut after: Option<String>,
+    visible: impl Fn(&str) -> bool,
+) -> Result<(Vec<Object>, Option<String>), StoreError> {
+    let chunk = limit.saturating_add(1).min(MAX_LIST_LIMIT + 1);
+    let mut page = Vec::new();
+    loop {
+        let (tenants, next) = s.list_page(Kind::Tenant, "", chunk, after.as_deref())?;
+        page.extend(tenants.into_iter().filter(|t| visible(&t.meta().name)));
+        if page.len() > limit {
+            page.truncate(limit);
+            let last = page.last().map(|t| t.meta().name.clone());
+            return Ok((page, last));
+        }
+        match next {
+            Some(n) => after = Some(n),
+            None => return Ok((page, None)),
+        }
+    }
+}
+
 #[derive(Deserialize, Default)]
 #[serde(rename_all = "camelCase")]
 struct GetQuery {
@@ -201,14 +320,23 @@ struct GetQuery {
     timeout_seconds: Option<u64>,
 }
 
-async fn list_tenants(State(st): State<AppState>, caller: Caller) -> Result<Json<Value>, ApiError> {
-    let tenants = blocking(&st, |s| s.list(Kind::Tenant, "")).await?;
+async fn list_tenants(
+    State(st): State<AppState>,
+    caller: Caller,
+    query: Result<Query<ListQuery>, axum::extract::rejection::QueryRejection>,
+) -> Result<Json<Value>, ApiError> {
+    let (limit, after) = page_of(query, Kind::Tenant, "")?;
+    let principal = caller.0.clone();
+    let (tenants, next) = blocking(&st, move |s| {
+        visible_tenants_page(s, limit, after, |name| principal.can_see(name))
+    })
+    .await?;
     let items = tenants
         .into_iter()
         .filter(|t| caller.0.can_see(&t.meta().name))
         .map(|t| render(t, false))
         .collect();
-    Ok(Json(list_body(items)))
+    Ok(Json(list_page_body(items, Kind::Tenant, "", next)))
 }
 
 #[derive(Deserialize)]
@@ -425,22 +553,27 @@ async fn list(
     State(st): State<AppState>,
     caller: Caller,
     Path((tenant, kind)): Path<(String, String)>,
+    query: Result<Query<ListQuery>, axum::extract::rejection::QueryRejection>,
 ) -> Result<Json<Value>, ApiError> {
     caller.scope(&tenant)?;
     let kind = kind_of(&kind)?;
     if kind == Kind::Tenant {
-        return list_tenants(State(st), caller).await;
+        return list_tenants(State(st), caller, query).await;
     }
+    let (limit, after) = page_of(query, kind, &tenant)?;
     let t = tenant.clone();
-    let objects = blocking(&st, move |s| {
+    let (objects, next) = blocking(&st, move |s| {
         if s.get(Kind::Tenant, "", &t)?.is_none() {
             return Err(StoreError::not_found("Tenant", &t));
         }
-        s.list(kind, &t)
+        s.list_page(kind, &t, limit, after.as_deref())
     })
     .await?;
-    Ok(Json(list_body(
+    Ok(Json(list_page_body(
         objects.into_iter().map(|o| render(o, false)).collect(),
+        kind,
+        &tenant,
+        next,
     )))
 }
 

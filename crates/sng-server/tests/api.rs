@@ -394,3 +394,315 @@ fn rusqlite_busy() -> rusqlite::Error {
         Some("database is locked".into()),
     )
 }
+
+/// Follow `metadata.continue` from `path` (which carries `?limit=`): the pages' names.
+async fn pages(api: &Api, path: &str, token: &str) -> Vec<Vec<String>> {
+    let mut pages = vec![];
+    let mut url = path.to_string();
+    loop {
+        let (code, body) = api.call(Method::GET, &url, Some(token), None).await;
+        assert_eq!(code, StatusCode::OK, "{url}: {body}");
+        assert_eq!(
+            (&body["apiVersion"], &body["kind"]),
+            (&json!("v1"), &json!("List"))
+        );
+        pages.push(
+            body["items"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|o| o["metadata"]["name"].as_str().unwrap().to_string())
+                .collect(),
+        );
+        match body.pointer("/metadata/continue").and_then(Value::as_str) {
+            Some(c) => url = format!("{path}&continue={c}"),
+            None => {
+                assert!(body.get("metadata").is_none(), "the last page: {body}");
+                return pages;
+            }
+        }
+    }
+}
+
+#[tokio::test]
+async fn listings_are_paginated_with_continue_tokens() {
+    let api = Api::new();
+    let secrets: Vec<Value> = (0..12)
+        .map(|i| secret(&format!("s-{i:02}"), "pw"))
+        .collect();
+    let (code, body) = api.apply("default", &api.admin, secrets).await;
+    assert_eq!(code, StatusCode::OK, "{body}");
+    api.apply("default", &api.admin, vec![ws("s-05x", "1")])
+        .await;
+
+    // Without `limit`: everything, in the shape of before (no metadata).
+    let (code, all) = api
+        .call(
+            Method::GET,
+            "/api/v1/tenants/default/secrets",
+            Some(&api.admin),
+            None,
+        )
+        .await;
+    assert_eq!(code, StatusCode::OK);
+    assert_eq!(all.as_object().unwrap().len(), 3, "{all}");
+    let all_names: Vec<String> = (0..12).map(|i| format!("s-{i:02}")).collect();
+
+    let got = pages(&api, "/api/v1/tenants/default/secrets?limit=5", &api.admin).await;
+    assert_eq!(got.iter().map(Vec::len).collect::<Vec<_>>(), [5, 5, 2]);
+    assert_eq!(got.concat(), all_names);
+    for limit in [1, 11, 12, 13, 1000] {
+        let path = format!("/api/v1/tenants/default/secrets?limit={limit}");
+        let got = pages(&api, &path, &api.admin).await;
+        assert_eq!(got.len(), 12usize.div_ceil(limit), "limit {limit}");
+        assert_eq!(got.concat(), all_names, "limit {limit}");
+    }
+
+    // Pages hold the same objects as the whole listing, secret values hidden.
+    let (_, first) = api
+        .call(
+            Method::GET,
+            "/api/v1/tenants/default/secrets?limit=5",
+            Some(&api.admin),
+            None,
+        )
+        .await;
+    assert_eq!(
+        first["items"].as_array().unwrap()[..],
+        all["items"].as_array().unwrap()[..5]
+    );
+    assert!(
+        !first.to_string().contains("cHc="),
+        "no secret value: {first}"
+    );
+
+    // The token is opaque to clients, but it is base64url of a small JSON.
+    let token = first["metadata"]["continue"].as_str().unwrap().to_string();
+    use base64::Engine as _;
+    let inner: Value = serde_json::from_slice(
+        &base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .decode(&token)
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        inner,
+        json!({"v": 1, "kind": "Secret", "tenant": "default", "after": "s-04"})
+    );
+    // `continue` without `limit`: the rest, in one answer.
+    let (code, rest) = api
+        .call(
+            Method::GET,
+            &format!("/api/v1/tenants/default/secrets?continue={token}"),
+            Some(&api.admin),
+            None,
+        )
+        .await;
+    assert_eq!(code, StatusCode::OK, "{rest}");
+    assert_eq!(rest["items"].as_array().unwrap().len(), 7);
+    assert!(rest.get("metadata").is_none());
+
+    // An empty listing: one empty page, no token.
+    let got = pages(
+        &api,
+        "/api/v1/tenants/default/providers?limit=3",
+        &api.admin,
+    )
+    .await;
+    assert_eq!(got, [Vec::<String>::new()]);
+    // Other kinds page the same way.
+    let got = pages(
+        &api,
+        "/api/v1/tenants/default/workspaces?limit=1",
+        &api.admin,
+    )
+    .await;
+    assert_eq!(got, [vec!["s-05x".to_string()]]);
+}
+
+#[tokio::test]
+async fn continue_tokens_belong_to_their_listing() {
+    let api = Api::new();
+    api.call(
+        Method::POST,
+        "/api/v1/tenants",
+        Some(&api.admin),
+        Some(json!({"name": "acme"})),
+    )
+    .await;
+    let secrets: Vec<Value> = (0..3).map(|i| secret(&format!("s-{i}"), "pw")).collect();
+    api.apply("default", &api.admin, secrets.clone()).await;
+    api.apply("acme", &api.admin, secrets).await;
+    let (_, page) = api
+        .call(
+            Method::GET,
+            "/api/v1/tenants/default/secrets?limit=1",
+            Some(&api.admin),
+            None,
+        )
+        .await;
+    let token = page["metadata"]["continue"].as_str().unwrap().to_string();
+    let (_, tenants) = api
+        .call(
+            Method::GET,
+            "/api/v1/tenants?limit=1",
+            Some(&api.admin),
+            None,
+        )
+        .await;
+    let tenants_token = tenants["metadata"]["continue"]
+        .as_str()
+        .unwrap()
+        .to_string();
+
+    use base64::Engine as _;
+    let b64 = |v: &str| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(v);
+    let forged_v2 = b64(r#"{"v":2,"kind":"Secret","tenant":"default","after":"s-0"}"#);
+    for path in [
+        // another kind, another tenant, the tenants listing
+        format!("/api/v1/tenants/default/workspaces?limit=1&continue={token}"),
+        format!("/api/v1/tenants/acme/secrets?limit=1&continue={token}"),
+        format!("/api/v1/tenants?limit=1&continue={token}"),
+        format!("/api/v1/tenants/default/secrets?limit=1&continue={tenants_token}"),
+        // malformed
+        "/api/v1/tenants/default/secrets?limit=1&continue=not-base64!".to_string(),
+        format!(
+            "/api/v1/tenants/default/secrets?continue={}",
+            b64("not json")
+        ),
+        format!("/api/v1/tenants/default/secrets?continue={forged_v2}"),
+        format!("/api/v1/tenants/default/secrets?continue={}", b64("{}")),
+    ] {
+        let (code, body) = api.call(Method::GET, &path, Some(&api.admin), None).await;
+        assert_eq!(code, StatusCode::BAD_REQUEST, "{path}: {body}");
+        assert_eq!(body["reason"], "BadRequest", "{path}");
+        let message = body["message"].as_str().unwrap();
+        assert!(
+            message.contains("the continue token does not belong to this listing"),
+            "{path}: {message}"
+        );
+    }
+    // The same token on its own listing works, and `/tenants/X/tenants` is the tenants listing.
+    let (code, body) = api
+        .call(
+            Method::GET,
+            &format!("/api/v1/tenants/default/secrets?limit=1&continue={token}"),
+            Some(&api.admin),
+            None,
+        )
+        .await;
+    assert_eq!(
+        (code, &body["items"][0]["metadata"]["name"]),
+        (StatusCode::OK, &json!("s-1"))
+    );
+    let (code, body) = api
+        .call(
+            Method::GET,
+            &format!("/api/v1/tenants/default/tenants?limit=5&continue={tenants_token}"),
+            Some(&api.admin),
+            None,
+        )
+        .await;
+    assert_eq!(
+        (code, &body["items"][0]["metadata"]["name"]),
+        (StatusCode::OK, &json!("default"))
+    );
+}
+
+#[tokio::test]
+async fn limit_out_of_range_is_invalid() {
+    let api = Api::new();
+    for limit in ["0", "1001", "-1", "abc", "", "1.5"] {
+        for path in [
+            format!("/api/v1/tenants/default/secrets?limit={limit}"),
+            format!("/api/v1/tenants?limit={limit}"),
+        ] {
+            let (code, body) = api.call(Method::GET, &path, Some(&api.admin), None).await;
+            assert_eq!(code, StatusCode::UNPROCESSABLE_ENTITY, "{path}: {body}");
+            assert_eq!(body["reason"], "Invalid");
+            assert_eq!(body["details"]["causes"][0]["field"], "limit", "{body}");
+        }
+    }
+    for limit in ["1", "1000"] {
+        let path = format!("/api/v1/tenants/default/secrets?limit={limit}");
+        let (code, _) = api.call(Method::GET, &path, Some(&api.admin), None).await;
+        assert_eq!(code, StatusCode::OK, "{path}");
+    }
+}
+
+#[tokio::test]
+async fn paginated_listings_keep_tenant_scoping_and_roles() {
+    let api = Api::new();
+    let mut tokens = std::collections::BTreeMap::new();
+    for name in ["acme", "beta", "zeta"] {
+        let (code, body) = api
+            .call(
+                Method::POST,
+                "/api/v1/tenants",
+                Some(&api.admin),
+                Some(json!({"name": name})),
+            )
+            .await;
+        assert_eq!(code, StatusCode::CREATED, "{body}");
+        tokens.insert(name, body["token"].as_str().unwrap().to_string());
+    }
+    // The platform admin pages through every tenant.
+    let got = pages(&api, "/api/v1/tenants?limit=1", &api.admin).await;
+    assert_eq!(got.concat(), ["acme", "beta", "default", "zeta"]);
+    assert_eq!(got.len(), 4);
+    // A tenant token sees its own tenant only: one page, no token naming another tenant.
+    for limit in [1, 2, 1000] {
+        let got = pages(
+            &api,
+            &format!("/api/v1/tenants?limit={limit}"),
+            &tokens["beta"],
+        )
+        .await;
+        assert_eq!(got, [vec!["beta".to_string()]], "limit {limit}");
+    }
+    // Another tenant answers 404 before anything is said about the query.
+    for path in [
+        "/api/v1/tenants/acme/secrets?limit=1",
+        "/api/v1/tenants/acme/secrets?limit=0",
+        "/api/v1/tenants/acme/secrets?continue=garbage",
+    ] {
+        let (code, body) = api
+            .call(Method::GET, path, Some(&tokens["beta"]), None)
+            .await;
+        assert_eq!(code, StatusCode::NOT_FOUND, "{path}: {body}");
+    }
+    // A viewer lists its tenant page by page; a missing tenant is 404 for the admin too.
+    let (code, viewer) = api
+        .call(
+            Method::POST,
+            "/api/v1/tenants/beta/tokens",
+            Some(&tokens["beta"]),
+            Some(json!({"role": "viewer"})),
+        )
+        .await;
+    assert_eq!(code, StatusCode::CREATED, "{viewer}");
+    let viewer = viewer["token"].as_str().unwrap().to_string();
+    let secrets: Vec<Value> = (0..3).map(|i| secret(&format!("s-{i}"), "pw")).collect();
+    api.apply("beta", &tokens["beta"], secrets).await;
+    let got = pages(&api, "/api/v1/tenants/beta/secrets?limit=2", &viewer).await;
+    assert_eq!(got.concat(), ["s-0", "s-1", "s-2"]);
+    let (code, _) = api
+        .call(
+            Method::GET,
+            "/api/v1/tenants/nowhere/secrets?limit=2",
+            Some(&api.admin),
+            None,
+        )
+        .await;
+    assert_eq!(code, StatusCode::NOT_FOUND);
+    // No token: 401 whatever the query.
+    let (code, _) = api
+        .call(
+            Method::GET,
+            "/api/v1/tenants/beta/secrets?limit=0",
+            None,
+            None,
+        )
+        .await;
+    assert_eq!(code, StatusCode::UNAUTHORIZED);
+}

@@ -87,6 +87,26 @@ pub enum Command {
         #[arg(long)]
         confirm: Option<String>,
     },
+    /// Why a workspace is in its state: the causal chain, in plain words, with the command to run next.
+    Explain {
+        /// Kind (workspace).
+        kind: String,
+        /// Name.
+        name: String,
+        /// Output format (`json`: the same chain as data).
+        #[arg(short, long, value_enum)]
+        output: Option<Output>,
+    },
+    /// Which resources and attributes changed outside the platform, from the last plan (masked).
+    Drift {
+        /// Kind (workspace).
+        kind: String,
+        /// Name.
+        name: String,
+        /// Output format.
+        #[arg(short, long, value_enum)]
+        output: Option<Output>,
+    },
     /// Run the periodic refresh (drift detection) of a workspace now.
     Refresh {
         /// Kind (workspace).
@@ -194,6 +214,13 @@ fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
         .ok_or_else(|| format!("`{text}` is not a Go duration (e.g. 30m, 1h)"))
 }
 
+fn parse_chunk_size(text: &str) -> Result<usize, String> {
+    text.parse::<usize>()
+        .ok()
+        .filter(|n| *n <= 1000)
+        .ok_or_else(|| format!("`{text}` is not a chunk size: expected 0 (no paging) to 1000"))
+}
+
 #[derive(Args, Debug)]
 pub struct ApplyArgs {
     /// File, directory (its *.yaml, *.yml and *.json files) or `-` for stdin. Repeatable.
@@ -222,6 +249,10 @@ pub enum KindCommand {
         /// Watch: print the list again each time something changes (Ctrl-C to stop).
         #[arg(short, long)]
         watch: bool,
+        /// Objects asked per request while listing; the CLI follows the server's cursor and
+        /// prints one list. 0: everything in one request.
+        #[arg(long, default_value_t = crate::get::LIST_CHUNK, value_parser = parse_chunk_size)]
+        chunk_size: usize,
     },
     /// Delete an object.
     Delete {
@@ -398,13 +429,28 @@ pub fn run(cli: Cli, matches: &clap::ArgMatches) -> Result<(), CliError> {
                 name,
                 output,
                 watch,
+                chunk_size,
             } => {
                 let client = Client::new(&g)?;
                 let kind = parse_kind(&kind)?;
                 if watch {
-                    crate::wait::watch(&client, &g.tenant, kind, name.as_deref(), output)
+                    crate::wait::watch(
+                        &client,
+                        &g.tenant,
+                        kind,
+                        name.as_deref(),
+                        output,
+                        chunk_size,
+                    )
                 } else {
-                    crate::get::get(&client, &g.tenant, kind, name.as_deref(), output)
+                    crate::get::get(
+                        &client,
+                        &g.tenant,
+                        kind,
+                        name.as_deref(),
+                        output,
+                        chunk_size,
+                    )
                 }
             }
             KindCommand::Delete {
@@ -441,6 +487,8 @@ pub fn run(cli: Cli, matches: &clap::ArgMatches) -> Result<(), CliError> {
         Command::Refresh { kind, name } => {
             crate::wait::refresh(&Client::new(&g)?, &g.tenant, parse_kind(&kind)?, &name)
         }
+        Command::Explain { kind, name, output } => crate::explain::explain(&Client::new(&g)?, &g.tenant, parse_kind(&kind)?, &name, output),
+        Command::Drift { kind, name, output } => crate::explain::drift(&Client::new(&g)?, &g.tenant, parse_kind(&kind)?, &name, output),
         Command::Approve {
             kind,
             name,
@@ -488,9 +536,14 @@ pub fn run(cli: Cli, matches: &clap::ArgMatches) -> Result<(), CliError> {
             TenantCommand::Create { name, production } => {
                 crate::get::tenant_create(&Client::new(&g)?, &name, production)
             }
-            TenantCommand::List { output } => {
-                crate::get::get(&Client::new(&g)?, &g.tenant, Kind::Tenant, None, output)
-            }
+            TenantCommand::List { output } => crate::get::get(
+                &Client::new(&g)?,
+                &g.tenant,
+                Kind::Tenant,
+                None,
+                output,
+                crate::get::LIST_CHUNK,
+            ),
         },
     }
 }

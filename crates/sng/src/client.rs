@@ -106,6 +106,47 @@ impl Client {
         self.send(self.http.get(self.url(path)))
     }
 
+    /// GET a listing, following its `metadata.continue` cursor page after page (`chunk` objects
+    /// a page; 0: everything in one request), and answer one List with every item, in the shape
+    /// the API gives without `limit` (no cursor).
+    pub fn list(&self, path: &str, chunk: usize) -> Result<Value, CliError> {
+        let mut items = Vec::new();
+        let mut cursor: Option<String> = None;
+        loop {
+            let mut query: Vec<(&str, String)> = Vec::new();
+            if chunk > 0 {
+                query.push(("limit", chunk.to_string()));
+            }
+            if let Some(c) = &cursor {
+                query.push(("continue", c.clone()));
+            }
+            let mut page = self.send(self.http.get(self.url(path)).query(&query))?;
+            if let Some(more) = page.get_mut("items").and_then(Value::as_array_mut) {
+                items.append(more);
+            }
+            let next = page
+                .pointer("/metadata/continue")
+                .and_then(Value::as_str)
+                .filter(|c| !c.is_empty())
+                .map(str::to_string);
+            match next {
+                Some(c) if cursor.as_ref() == Some(&c) => {
+                    return Err(CliError::rejected(
+                        "the server answered the same continue token twice; giving up the listing",
+                    ))
+                }
+                Some(c) => cursor = Some(c),
+                None => {
+                    if let Some(obj) = page.as_object_mut() {
+                        obj.remove("metadata");
+                        obj.insert("items".into(), Value::Array(items));
+                    }
+                    return Ok(page);
+                }
+            }
+        }
+    }
+
     /// POST JSON to a path.
     pub fn post(&self, path: &str, body: &Value) -> Result<Value, CliError> {
         self.send(self.http.post(self.url(path)).json(body))

@@ -23,12 +23,17 @@ fn print_value(value: &Value, output: Output) {
     }
 }
 
+/// Objects asked per request when listing: the CLI follows the server's cursor by itself.
+pub const LIST_CHUNK: usize = 500;
+
+/// One object, or every object of a kind (page by page, `chunk_size` a page; 0: in one request).
 pub fn get(
     client: &Client,
     tenant: &str,
     kind: Kind,
     name: Option<&str>,
     output: Option<Output>,
+    chunk_size: usize,
 ) -> Result<(), CliError> {
     // Secret values are shown only when one secret is asked by name in yaml or json.
     let reveal = kind == Kind::Secret
@@ -38,7 +43,10 @@ pub fn get(
     if reveal {
         path.push_str("?reveal=true");
     }
-    let answer = client.get(&path)?;
+    let answer = match name {
+        Some(_) => client.get(&path)?,
+        None => client.list(&path, chunk_size)?,
+    };
     print_answer(kind, tenant, name, output, &answer);
     Ok(())
 }

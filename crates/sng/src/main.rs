@@ -5,6 +5,7 @@ mod apply;
 mod cli;
 mod client;
 mod config;
+mod explain;
 mod events;
 mod get;
 mod module;

@@ -240,6 +240,7 @@ pub fn watch(
     kind: Kind,
     name: Option<&str>,
     output: Option<Output>,
+    chunk_size: usize,
 ) -> Result<(), CliError> {
     let path = match name {
         Some(n) => format!("/tenants/{tenant}/{}/{n}", kind.plural()),
@@ -247,7 +248,10 @@ pub fn watch(
     };
     let mut last = String::new();
     loop {
-        let answer = client.get(&path)?;
+        let answer = match name {
+            Some(_) => client.get(&path)?,
+            None => client.list(&path, chunk_size)?,
+        };
         let key = answer.to_string();
         if key != last {
             crate::get::print_answer(kind, tenant, name, output, &answer);

@@ -21,7 +21,7 @@ use sng_store::Store;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
-pub use facts::{parents_of, Snapshot};
+pub use facts::{observe, parents_of, Snapshot};
 pub use worker::{finalize, run_workspace, OUTPUTS_OWNER_LABEL};
 
 /// What the platform needs to run workspaces.

@@ -792,7 +792,7 @@ async fn run_inner(
             hash: plan.hash.clone(),
         });
         record.plan = Some(
-            json!({"id": id, "add": c.add, "change": c.change, "destroy": c.destroy, "import": c.import, "hash": plan.hash, "approvedHash": if operation == Operation::ApplyApproved { previous } else { None }}),
+            json!({"id": id, "add": c.add, "change": c.change, "destroy": c.destroy, "import": c.import, "hash": plan.hash, "approvedHash": if operation == Operation::ApplyApproved { previous } else { None }, "changes": plan.changes, "drift": plan.drift}),
         );
     }
     if let (RunResult::Succeeded, Some(outputs)) = (&out.result, &out.outputs) {

@@ -1,0 +1,287 @@
+//! `GET /api/v1/tenants/{t}/workspaces/{name}/explain`: the causal chain of why a workspace is in
+//! its state, in plain words, with the command to run next — following parents when it waits for
+//! them. Built from the same observation and decision as the reconciler.
+
+use axum::extract::{Path, State};
+use axum::Json;
+use serde::Serialize;
+use serde_json::Value;
+use sng_api::conditions::{AWAITING_APPROVAL, FAILED, READY};
+use sng_api::workspace::Workspace;
+use sng_core::decide::{decide, Action};
+use sng_store::{Role, Store};
+
+use crate::error::ApiError;
+use crate::platform::{observe, Snapshot};
+use crate::routes::{blocking, AppState, Caller};
+
+/// One link of the chain.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Step {
+    /// The workspace this step is about.
+    pub workspace: String,
+    /// `Ready`, `Running`, `Waiting`, `Blocked`, `AwaitingApproval`, `Failed`, `Suspended`, `Deleting`, `Missing`, `Due`.
+    pub state: String,
+    /// Machine-readable reason.
+    pub reason: String,
+    /// What is going on, in words.
+    pub message: String,
+    /// The command to run next, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next: Option<String>,
+    /// How deep in the chain (0 = the workspace asked about).
+    pub depth: usize,
+}
+
+fn cond<'a>(ws: &'a Workspace, t: &str) -> Option<&'a sng_api::workspace::Condition> {
+    ws.condition(t).filter(|c| c.status == "True")
+}
+
+fn step(
+    ws: &str,
+    state: &str,
+    reason: &str,
+    message: String,
+    next: Option<String>,
+    depth: usize,
+) -> Step {
+    Step {
+        workspace: ws.into(),
+        state: state.into(),
+        reason: reason.into(),
+        message,
+        next,
+        depth,
+    }
+}
+
+/// The chain for one workspace (recursing into parents it waits for).
+pub fn explain(
+    store: &Store,
+    tenant: &str,
+    snap: &Snapshot,
+    name: &str,
+    depth: usize,
+    out: &mut Vec<Step>,
+) {
+    if depth > 10 {
+        return;
+    }
+    let Some(ws) = snap.workspaces.get(name) else {
+        out.push(step(
+            name,
+            "Missing",
+            "NotFound",
+            format!("workspace `{name}` does not exist"),
+            Some(format!(
+                "create it: sng apply -f <manifest of workspace {name}>"
+            )),
+            depth,
+        ));
+        return;
+    };
+    let st = ws.status.clone().unwrap_or_default();
+    if let Some(job) = &st.active_job {
+        let phase = if cond(ws, "Applying").is_some() {
+            "applying"
+        } else {
+            "planning"
+        };
+        out.push(step(
+            name,
+            "Running",
+            "RunInProgress",
+            format!("run {job} is {phase}"),
+            Some(format!("sng logs {job} -f")),
+            depth,
+        ));
+        return;
+    }
+    let now = chrono::Utc::now().timestamp();
+    let observed = observe(store, tenant, snap, ws, now, false);
+    let action = decide(&observed.facts);
+    match action {
+        Action::Finalize => out.push(step(
+            name,
+            "Deleting",
+            "Finalizing",
+            "the workspace is being removed".into(),
+            None,
+            depth,
+        )),
+        Action::Run { operation, trigger } => out.push(step(
+            name,
+            "Due",
+            "RunDue",
+            format!(
+                "a {operation:?} run is due ({trigger:?}); it starts as soon as a run slot is free"
+            )
+            .to_lowercase(),
+            Some(format!("sng wait workspace {name} --for condition=Ready")),
+            depth,
+        )),
+        Action::Block(b) => match b.reason.as_str() {
+            "DependencyNotReady" => {
+                let waiting: Vec<&sng_core::decide::Parent> =
+                    observed.facts.parents.iter().filter(|p| !p.ready).collect();
+                if waiting.is_empty() {
+                    out.push(step(
+                        name,
+                        "Waiting",
+                        &b.reason,
+                        b.message.clone(),
+                        None,
+                        depth,
+                    ));
+                }
+                for p in waiting {
+                    out.push(step(
+                        name,
+                        "Waiting",
+                        "DependencyNotReady",
+                        format!("waiting for parent `{}`", p.name),
+                        None,
+                        depth,
+                    ));
+                    explain(store, tenant, snap, &p.name, depth + 1, out);
+                }
+            }
+            "SecretNotFound" => out.push(step(
+                name,
+                "Blocked",
+                &b.reason,
+                b.message.clone(),
+                Some(
+                    "create the secret: sng apply -f <file with kind: Secret and that name>".into(),
+                ),
+                depth,
+            )),
+            "DependencyCycle" => out.push(step(
+                name,
+                "Blocked",
+                &b.reason,
+                b.message.clone(),
+                Some(
+                    "remove one dependsOn or workspaceOutputRef of the cycle, then sng apply"
+                        .into(),
+                ),
+                depth,
+            )),
+            "BlockedByDependents" => {
+                out.push(step(
+                    name,
+                    "Deleting",
+                    &b.reason,
+                    b.message.clone(),
+                    Some("delete the children first: sng kind delete workspace CHILD".into()),
+                    depth,
+                ));
+            }
+            _ => out.push(step(
+                name,
+                "Blocked",
+                &b.reason,
+                b.message.clone(),
+                None,
+                depth,
+            )),
+        },
+        Action::Idle { requeue_at } => {
+            if observed.facts.suspend {
+                out.push(step(
+                    name,
+                    "Suspended",
+                    "Suspended",
+                    "spec.suspend is true: no new run starts".into(),
+                    Some("set spec.suspend: false and sng apply".into()),
+                    depth,
+                ));
+            } else if let Some(c) = cond(ws, AWAITING_APPROVAL) {
+                let plan = st.last_plan.clone().unwrap_or_default();
+                let confirm = if plan.destroy > 0 {
+                    format!(" (production tenants: --confirm {name})")
+                } else {
+                    String::new()
+                };
+                out.push(step(
+                    name,
+                    "AwaitingApproval",
+                    &c.reason,
+                    format!(
+                        "plan {} (+{} ~{} -{}) awaits approval: {}",
+                        plan.id, plan.add, plan.change, plan.destroy, c.message
+                    ),
+                    Some(format!("sng approve workspace {name} {}{confirm}", plan.id)),
+                    depth,
+                ));
+            } else if let Some(c) = cond(ws, FAILED) {
+                let failures = st.consecutive_failures.unwrap_or(0);
+                let retry = requeue_at
+                    .and_then(|t| chrono::DateTime::from_timestamp(t, 0))
+                    .map(|t| {
+                        format!(
+                            "; next try at {} after {failures} failure(s)",
+                            t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+                        )
+                    })
+                    .unwrap_or_default();
+                let (msg, next) = match c.reason.as_str() {
+                    "StateLocked" => {
+                        let lock = store.state_lock_info(tenant, name).ok().flatten();
+                        match lock {
+                            Some(l) => (format!("the state lock is held by `{}` since {} (lock id {}){retry}", l.who, l.created_at, l.id), Some(format!("ask `{}` to release it, or force it: terraform force-unlock {}", l.who, l.id))),
+                            None => (format!("{}{retry}", c.message), None),
+                        }
+                    }
+                    "PolicyDenied" => (format!("{}{retry}", c.message), Some("change the module or inputs so the plan complies, or the Policy (sng kind get policies)".into())),
+                    _ => (format!("{}{retry}", c.message), st.last_run_job.as_ref().map(|r| format!("sng logs {r}"))),
+                };
+                out.push(step(name, "Failed", &c.reason, msg, next, depth));
+            } else if let Some(c) = cond(ws, READY) {
+                let drifted = cond(ws, "Drifted")
+                    .map(|d| format!("; {}", d.message))
+                    .unwrap_or_default();
+                let next = if drifted.is_empty() {
+                    None
+                } else {
+                    Some(format!("sng drift workspace {name}"))
+                };
+                out.push(step(
+                    name,
+                    "Ready",
+                    &c.reason,
+                    format!("the last apply succeeded and no input changed since{drifted}"),
+                    next,
+                    depth,
+                ));
+            } else {
+                let why = ws
+                    .condition(READY)
+                    .map(|c| format!("{}: {}", c.reason, c.message))
+                    .unwrap_or_else(|| "not run yet".into());
+                out.push(step(name, "Waiting", "Idle", why, None, depth));
+            }
+        }
+    }
+}
+
+/// The handler.
+pub async fn explain_route(
+    State(st): State<AppState>,
+    caller: Caller,
+    Path((tenant, name)): Path<(String, String)>,
+) -> Result<Json<Value>, ApiError> {
+    caller.require(&tenant, Role::Viewer, "reading a workspace")?;
+    let steps = blocking(&st, move |s| {
+        let snap = Snapshot::load(s, &tenant)?;
+        if !snap.workspaces.contains_key(&name) {
+            return Err(sng_store::StoreError::not_found("Workspace", &name));
+        }
+        let mut out = Vec::new();
+        explain(s, &tenant, &snap, &name, 0, &mut out);
+        Ok(out)
+    })
+    .await?;
+    Ok(Json(serde_json::json!({"chain": steps})))
+}

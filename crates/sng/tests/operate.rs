@@ -1,0 +1,184 @@
+//! Operating with confidence: `sng explain` (why a workspace waits, with the next command) and
+//! `sng drift` (what changed outside the platform), end to end with real runs.
+
+mod common;
+
+use std::path::Path;
+use std::time::Duration;
+
+use common::*;
+use serde_json::Value;
+use sng_oci::testing::TestRegistry;
+
+fn module(dir: &Path, name: &str, body: &str) -> std::path::PathBuf {
+    let m = dir.join(name);
+    std::fs::create_dir_all(&m).unwrap();
+    std::fs::write(m.join("main.tf"), body).unwrap();
+    m
+}
+
+fn chain(server: &Server, name: &str) -> Vec<Value> {
+    serde_json::from_str(&ok(server.sng(&[
+        "explain",
+        "workspace",
+        name,
+        "-o",
+        "json",
+    ])))
+    .unwrap()
+}
+
+#[test]
+fn explain_follows_the_chain_and_says_what_to_do() {
+    let reg = TestRegistry::start().unwrap();
+    push_module(&reg, "pet", "acme/pet", "1", None);
+    let files = tempfile::tempdir().unwrap();
+    let db = module(files.path(), "db", "variable \"password\" {\n  type = string\n  sensitive = true\n}\nresource \"terraform_data\" \"d\" {}\noutput \"id\" { value = terraform_data.d.id }\n");
+    push_dir(&reg, &db, "acme/db", "1", None);
+    let data = tempfile::tempdir().unwrap();
+    let server = Server::start_runs(data.path(), &registry_addr(&reg), &[]);
+    let manifests = format!(
+        "apiVersion: tofu.stackngo.io/v1alpha1\nkind: Workspace\nmetadata: {{name: db}}\nspec:\n  module: {{source: {}, tag: \"1\"}}\n  varsFrom:\n    - secretRef: {{name: db-creds, key: password}}\n---\napiVersion: tofu.stackngo.io/v1alpha1\nkind: Workspace\nmetadata: {{name: app}}\nspec:\n  module: {{source: {}, tag: \"1\"}}\n  dependsOn: [{{name: db}}]\n---\napiVersion: tofu.stackngo.io/v1alpha1\nkind: Workspace\nmetadata: {{name: gate}}\nspec:\n  module: {{source: {}, tag: \"1\"}}\n  approval: manual\n---\napiVersion: tofu.stackngo.io/v1alpha1\nkind: Workspace\nmetadata: {{name: paused}}\nspec:\n  module: {{source: {}, tag: \"1\"}}\n  suspend: true\n",
+        reg.source("acme/db"),
+        reg.source("acme/pet"),
+        reg.source("acme/pet"),
+        reg.source("acme/pet")
+    );
+    ok(server.sng_as(
+        &server.token,
+        "default",
+        &["apply", "-f", "-"],
+        Some(&manifests),
+    ));
+
+    // app waits for db, which waits for a secret: the chain says so, with the command to run
+    let c = wait_for("the chain", Duration::from_secs(60), || {
+        let c = chain(&server, "app");
+        (c.len() >= 2 && c[1]["reason"] == "SecretNotFound").then_some(c)
+    });
+    assert_eq!(
+        (c[0]["workspace"].as_str(), c[0]["state"].as_str()),
+        (Some("app"), Some("Waiting"))
+    );
+    assert!(c[0]["message"].as_str().unwrap().contains("db"));
+    assert_eq!(
+        (c[1]["workspace"].as_str(), c[1]["depth"].as_u64()),
+        (Some("db"), Some(1))
+    );
+    assert!(
+        c[1]["message"].as_str().unwrap().contains("db-creds"),
+        "{c:?}"
+    );
+    assert!(c[1]["next"].as_str().unwrap().contains("create the secret"));
+    let text = ok(server.sng(&["explain", "workspace", "app"]));
+    assert!(
+        text.contains("workspace/app: Waiting")
+            && text.contains("  workspace/db: Blocked (SecretNotFound)")
+            && text.contains("next: "),
+        "{text}"
+    );
+
+    // awaiting approval: the plan id and the approve command
+    let c = wait_for("awaiting approval", Duration::from_secs(120), || {
+        let c = chain(&server, "gate");
+        (c[0]["state"] == "AwaitingApproval").then_some(c)
+    });
+    let plan = server.workspace("gate")["status"]["lastPlan"]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_eq!(
+        c[0]["next"],
+        format!("sng approve workspace gate {plan}").as_str()
+    );
+
+    // suspended
+    assert_eq!(chain(&server, "paused")[0]["state"], "Suspended");
+
+    // once the secret exists, everything converges and says Ready
+    ok(server.sng_as(&server.token, "default", &["apply", "-f", "-"], Some("apiVersion: v1\nkind: Secret\nmetadata: {name: db-creds}\nstringData: {password: CANARY-explain-1}\n")));
+    let c = wait_for("Ready", Duration::from_secs(120), || {
+        let c = chain(&server, "app");
+        (c[0]["state"] == "Ready").then_some(c)
+    });
+    assert!(c[0]["message"].as_str().unwrap().contains("succeeded"));
+    assert!(!ok(server.sng(&["explain", "workspace", "db", "-o", "json"])).contains("CANARY"));
+
+    // a failing module: the failure, the backoff, the log to read
+    let broken = module(
+        files.path(),
+        "broken",
+        "resource \"terraform_data\" \"x\" { input = var.nope }\n",
+    );
+    push_dir(&reg, &broken, "acme/broken", "1", None);
+    ok(server.sng_as(&server.token, "default", &["apply", "-f", "-"], Some(&format!("apiVersion: tofu.stackngo.io/v1alpha1\nkind: Workspace\nmetadata: {{name: broken}}\nspec:\n  module: {{source: {}, tag: \"1\"}}\n", reg.source("acme/broken")))));
+    let c = wait_for("the failure", Duration::from_secs(120), || {
+        let c = chain(&server, "broken");
+        (c[0]["state"] == "Failed").then_some(c)
+    });
+    let msg = c[0]["message"].as_str().unwrap();
+    assert!(
+        msg.contains("undeclared input variable")
+            && msg.contains("next try at")
+            && msg.contains("1 failure"),
+        "{msg}"
+    );
+    assert!(c[0]["next"].as_str().unwrap().starts_with("sng logs run-"));
+}
+
+const FILE_MODULE: &str = "terraform {\n  required_providers {\n    file = { source = \"example.com/sng/file\" }\n  }\n}\nvariable \"token\" {\n  type      = string\n  sensitive = true\n}\nresource \"file_document\" \"f\" {\n  path    = \"f.txt\"\n  content = \"hello\"\n  secret  = var.token\n}\n";
+
+#[test]
+fn drift_shows_the_resources_and_attributes_changed_outside() {
+    let reg = TestRegistry::start().unwrap();
+    let files = tempfile::tempdir().unwrap();
+    push_dir(
+        &reg,
+        &module(files.path(), "f", FILE_MODULE),
+        "acme/f",
+        "1",
+        None,
+    );
+    let root = files.path().join("root");
+    std::fs::create_dir_all(&root).unwrap();
+    let root_s = root.display().to_string();
+    let data = tempfile::tempdir().unwrap();
+    let server = Server::start_runs(
+        data.path(),
+        &registry_addr(&reg),
+        &["--sandbox-rw", &root_s],
+    );
+    let manifests = format!(
+        "apiVersion: v1\nkind: Secret\nmetadata: {{name: t}}\nstringData: {{token: CANARY-drift-9}}\n---\napiVersion: tofu.stackngo.io/v1alpha1\nkind: Provider\nmetadata: {{name: files}}\nspec: {{source: example.com/sng/file, config: {{root: {root_s}}}}}\n---\napiVersion: tofu.stackngo.io/v1alpha1\nkind: Workspace\nmetadata: {{name: d}}\nspec:\n  module: {{source: {}, tag: \"1\"}}\n  providers: [{{name: files}}]\n  varsFrom: [{{secretRef: {{name: t, key: token}}}}]\n  refresh: {{interval: 1h}}\n",
+        reg.source("acme/f")
+    );
+    ok(server.sng_as(
+        &server.token,
+        "default",
+        &["apply", "-f", "-"],
+        Some(&manifests),
+    ));
+    wait_for("Ready", Duration::from_secs(120), || {
+        (condition(&server.settled("d"), "Ready").0 == "True").then_some(())
+    });
+    assert!(ok(server.sng(&["drift", "workspace", "d"]))
+        .contains("no change made outside the platform"));
+    std::fs::write(root.join("f.txt"), "hacked\nCANARY-drift-9\n").unwrap();
+    ok(server.sng(&["refresh", "workspace", "d"]));
+    wait_for("Drifted", Duration::from_secs(120), || {
+        (condition(&server.settled("d"), "Drifted").0 == "True").then_some(())
+    });
+    let text = ok(server.sng(&["drift", "workspace", "d"]));
+    assert!(
+        text.contains("file_document.f (update)")
+            && text.contains("content: \"hello\" -> \"hacked\""),
+        "{text}"
+    );
+    let json = ok(server.sng(&["drift", "workspace", "d", "-o", "json"]));
+    assert!(
+        !json.contains("CANARY") && !text.contains("CANARY"),
+        "secrets are masked: {json}"
+    );
+    let explained = ok(server.sng(&["explain", "workspace", "d"]));
+    assert!(explained.contains("sng drift workspace d"), "{explained}");
+}
