@@ -291,3 +291,59 @@ mod tests {
         assert!(!got.contains(&"visible".to_string()));
     }
 }
+
+/// The differences between two JSON documents, as `(path, before, after)` with dotted paths
+/// (`spec.vars.prefix`, `spec.providers[0].name`). Absent values are `Null`.
+pub fn json_diff(before: &Value, after: &Value, path: &str) -> Vec<(String, Value, Value)> {
+    let join = |k: &str| {
+        if path.is_empty() {
+            k.to_string()
+        } else {
+            format!("{path}.{k}")
+        }
+    };
+    match (before, after) {
+        (Value::Object(a), Value::Object(b)) => {
+            let mut keys: Vec<&String> = a.keys().chain(b.keys()).collect();
+            keys.sort();
+            keys.dedup();
+            keys.into_iter()
+                .flat_map(|k| {
+                    json_diff(
+                        a.get(k).unwrap_or(&Value::Null),
+                        b.get(k).unwrap_or(&Value::Null),
+                        &join(k),
+                    )
+                })
+                .collect()
+        }
+        (Value::Array(a), Value::Array(b)) if a.len() == b.len() => a
+            .iter()
+            .zip(b)
+            .enumerate()
+            .flat_map(|(i, (x, y))| json_diff(x, y, &format!("{path}[{i}]")))
+            .collect(),
+        (a, b) if a == b => vec![],
+        (a, b) => vec![(path.to_string(), a.clone(), b.clone())],
+    }
+}
+
+#[cfg(test)]
+mod diff_tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn diffs_have_paths() {
+        let a = json!({"spec": {"vars": {"x": 1, "y": 2}, "list": [{"n": "a"}], "gone": true}});
+        let b = json!({"spec": {"vars": {"x": 1, "y": 3}, "list": [{"n": "b"}], "new": "v"}});
+        let d = json_diff(&a, &b, "");
+        let paths: Vec<&str> = d.iter().map(|(p, _, _)| p.as_str()).collect();
+        assert_eq!(
+            paths,
+            ["spec.gone", "spec.list[0].n", "spec.new", "spec.vars.y"]
+        );
+        assert_eq!(d[3], ("spec.vars.y".to_string(), json!(2), json!(3)));
+        assert!(json_diff(&a, &a, "").is_empty());
+    }
+}

@@ -71,15 +71,50 @@ pub fn apply(client: &Client, tenant: &str, args: &ApplyArgs) -> Result<(), CliE
     )?;
     let suffix = if args.dry_run { " (dry run)" } else { "" };
     for item in answer["items"].as_array().into_iter().flatten() {
-        println!(
-            "{}/{} {}{suffix}",
+        let (kind, name) = (
             item["kind"]
                 .as_str()
                 .unwrap_or_default()
                 .to_ascii_lowercase(),
             item["name"].as_str().unwrap_or_default(),
+        );
+        println!(
+            "{kind}/{name} {}{suffix}",
             item["outcome"].as_str().unwrap_or_default()
         );
+        if args.dry_run {
+            let diff = answer["diffs"].as_array().into_iter().flatten().find(|d| {
+                d["kind"].as_str().map(str::to_ascii_lowercase) == Some(kind.clone())
+                    && d["name"] == name
+            });
+            for line in diff
+                .and_then(|d| d["changes"].as_array())
+                .into_iter()
+                .flatten()
+            {
+                println!("    {}", line.as_str().unwrap_or_default());
+            }
+        }
+    }
+    if args.dry_run {
+        let would: Vec<&Value> = answer["wouldRun"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .collect();
+        if would.is_empty() {
+            println!("no workspace would start a run");
+        } else {
+            println!("would start a run, in this order:");
+            for (i, w) in would.iter().enumerate() {
+                println!(
+                    "  {}. {} ({})",
+                    i + 1,
+                    w["workspace"].as_str().unwrap_or("?"),
+                    w["because"].as_str().unwrap_or("")
+                );
+            }
+        }
     }
     Ok(())
 }

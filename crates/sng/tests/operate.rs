@@ -182,3 +182,81 @@ fn drift_shows_the_resources_and_attributes_changed_outside() {
     let explained = ok(server.sng(&["explain", "workspace", "d"]));
     assert!(explained.contains("sng drift workspace d"), "{explained}");
 }
+
+#[test]
+fn dry_run_shows_the_diff_and_every_workspace_that_would_run_in_order() {
+    let data = tempfile::tempdir().unwrap();
+    // no engine: nothing runs, so the stored objects only change if the dry run changed them
+    let server = Server::start_with(data.path(), &["--engine", "/nonexistent/tofu"]);
+    let ws = |name: &str, extra: &str| {
+        format!("---\napiVersion: tofu.stackngo.io/v1alpha1\nkind: Workspace\nmetadata: {{name: {name}}}\nspec:\n  module: {{source: oci://r.example/acme/{name}, tag: \"1\"}}\n{extra}")
+    };
+    let net = |cidr: &str| ws("net", &format!("  vars: {{cidr: \"{cidr}\"}}\n"));
+    let others = format!(
+        "{}{}{}---\napiVersion: v1\nkind: Secret\nmetadata: {{name: db-creds}}\nstringData: {{password: CANARY-dry-1}}\n",
+        ws("db", "  dependsOn: [{name: net}]\n  varsFrom: [{secretRef: {name: db-creds, key: password}}]\n"),
+        ws("app", "  varsFrom: [{workspaceOutputRef: {name: db, output: id}}]\n"),
+        ws("alone", "")
+    );
+    ok(server.sng_as(
+        &server.token,
+        "default",
+        &["apply", "-f", "-"],
+        Some(&format!("{}{others}", net("10.0.0.0/16"))),
+    ));
+    let before = server.workspace("net");
+
+    let out = ok(server.sng_as(
+        &server.token,
+        "default",
+        &["apply", "--dry-run", "-f", "-"],
+        Some(&net("10.1.0.0/16")),
+    ));
+    assert!(out.contains("workspace/net configured (dry run)"), "{out}");
+    assert!(
+        out.contains("spec.vars.cidr: \"10.0.0.0/16\" -> \"10.1.0.0/16\""),
+        "{out}"
+    );
+    let order: Vec<&str> = out
+        .lines()
+        .filter(|l| l.trim_start().starts_with(|c: char| c.is_ascii_digit()))
+        .collect();
+    assert_eq!(order.len(), 3, "{out}");
+    assert!(
+        order[0].contains("1. net (its spec changed)")
+            && order[1].contains("2. db (depends on `net`")
+            && order[2].contains("3. app (depends on `net`"),
+        "{out}"
+    );
+    assert!(!out.contains("alone"));
+    assert_eq!(server.workspace("net"), before, "a dry run changes nothing");
+
+    let secret = "apiVersion: v1\nkind: Secret\nmetadata: {name: db-creds}\nstringData: {password: CANARY-dry-2}\n";
+    let out = ok(server.sng_as(
+        &server.token,
+        "default",
+        &["apply", "--dry-run", "-f", "-"],
+        Some(secret),
+    ));
+    assert!(
+        out.contains("data.password: changed (value not shown)"),
+        "{out}"
+    );
+    assert!(
+        out.contains("1. db (Secret `db-creds` changed)")
+            && out.contains("2. app (depends on `db`"),
+        "{out}"
+    );
+    assert!(!out.contains("CANARY"), "{out}");
+    let out = ok(server.sng_as(
+        &server.token,
+        "default",
+        &["apply", "--dry-run", "-f", "-"],
+        Some(&net("10.0.0.0/16")),
+    ));
+    assert!(
+        out.contains("workspace/net unchanged (dry run)")
+            && out.contains("no workspace would start a run"),
+        "{out}"
+    );
+}
