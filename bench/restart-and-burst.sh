@@ -37,7 +37,8 @@
 # BENCH_BURST=0 to skip a part, SNG_BIN (skip the build), SNG_ENGINE (default .tools/bin/tofu),
 # SNG_DOCKER_REGISTRY (default /usr/bin/docker-registry), BENCH_SNG_LOG (server log filter,
 # default info), BENCH_KEEP=1 keeps the temporary directory (data dirs and server logs),
-# BENCH_CGROUP=0 turns off the CPU accounting below.
+# BENCH_CGROUP=0 turns off the CPU accounting below, BENCH_MAX_CONCURRENT_RUNS=N passes
+# --max-concurrent-runs N to the servers (an experiment: the targets are for the default).
 #
 # CPU accounting: when the cgroup-v1 cpuacct hierarchy is writable (root), each measured group of
 # processes (a server and everything it starts: bwrap, engines; the bare runs) is moved into its
@@ -240,8 +241,10 @@ server_up() {
 launch_server() {
   SERVER_DIR=$1
   mkdir -p "$SERVER_DIR"
+  local -a extra=()
+  [ -z "${BENCH_MAX_CONCURRENT_RUNS:-}" ] || extra=(--max-concurrent-runs "$BENCH_MAX_CONCURRENT_RUNS")
   SNG_LOG=$SERVER_LOG_FILTER "$SNG" server --data-dir "$SERVER_DIR" --listen 127.0.0.1:0 \
-    --engine "$ENGINE" --insecure-registry "$REGISTRY" >>"$2" 2>&1 &
+    --engine "$ENGINE" --insecure-registry "$REGISTRY" "${extra[@]}" >>"$2" 2>&1 &
   SERVER_PID=$!
 }
 
@@ -710,7 +713,8 @@ if do_burst:
     total = i("burst.total_ms")
     def cpu(key, per):
         return f"{i(key) / per:.0f} ms CPU per run" if i(key) else "CPU not measured"
-    print(f"#### Burst of {burst_n} new workspaces, `--max-concurrent-runs` = {cores} (default)")
+    limit = os.environ.get("BENCH_MAX_CONCURRENT_RUNS")
+    print(f"#### Burst of {burst_n} new workspaces, `--max-concurrent-runs` = " + (f"{limit} (not the default)" if limit else f"{cores} (default)"))
     print()
     print("| measure | value |")
     print("|---|---:|")

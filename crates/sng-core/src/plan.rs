@@ -110,10 +110,8 @@ pub fn describe(redacted: &Value, key: &str) -> Vec<Value> {
             .flatten()
             .filter_map(Value::as_str)
             .collect();
-        if actions == ["no-op"] || actions == ["read"] {
-            if change["importing"].is_null() {
-                continue;
-            }
+        if (actions == ["no-op"] || actions == ["read"]) && change["importing"].is_null() {
+            continue;
         }
         let (before, after) = (&change["before"], &change["after"]);
         let mut keys: Vec<&String> = before

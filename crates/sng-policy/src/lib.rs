@@ -20,7 +20,6 @@
 //! name without seeing each other's rules.
 #![forbid(unsafe_code)]
 
-
 use std::num::NonZeroU32;
 use std::time::Duration;
 

@@ -113,6 +113,8 @@ pub struct RunInput {
     pub secrets: Vec<String>,
     /// Masked log file.
     pub log_path: PathBuf,
+    /// A speculative plan: `-lock=false`, nothing written.
+    pub no_lock: bool,
     /// For an approved apply: the hash of the approved plan. A new plan that hashes differently
     /// is not applied (`Rejected`).
     pub expected_plan_hash: Option<String>,
@@ -410,6 +412,9 @@ async fn run_in(
         "-lock-timeout=0s",
         "-out=sng.tfplan",
     ]);
+    if input.no_lock {
+        plan_args.push("-lock=false".into());
+    }
     if input.operation == Operation::Destroy {
         plan_args.push("-destroy".into());
     }

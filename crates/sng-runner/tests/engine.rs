@@ -62,6 +62,7 @@ fn input(dir: &Path, module_dir: PathBuf, run_id: &str, op: Operation) -> RunInp
         progress: None,
         limits: Default::default(),
         expected_plan_hash: None,
+        no_lock: false,
         outputs_source: None,
         pre_apply: None,
     }

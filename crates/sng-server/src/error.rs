@@ -48,6 +48,15 @@ impl ApiError {
         Self::new(StatusCode::BAD_REQUEST, "BadRequest", message)
     }
 
+    /// 503: the service cannot do this now.
+    pub fn new_unavailable(message: impl Into<String>) -> Self {
+        Self::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "ServiceUnavailable",
+            message,
+        )
+    }
+
     /// 401: no token or an unknown one.
     pub fn unauthorized() -> Self {
         Self::new(

@@ -110,6 +110,12 @@ pub fn explain(
             None,
             depth,
         )),
+        Action::Run { .. } if cond(ws, AWAITING_APPROVAL).is_some() => {
+            out.push(awaiting_step(ws, depth))
+        }
+        Action::Run { .. } if cond(ws, FAILED).is_some() => {
+            out.push(failed_step(store, tenant, ws, Some(now), depth))
+        }
         Action::Run { operation, trigger } => out.push(step(
             name,
             "Due",
@@ -197,47 +203,10 @@ pub fn explain(
                     Some("set spec.suspend: false and sng apply".into()),
                     depth,
                 ));
-            } else if let Some(c) = cond(ws, AWAITING_APPROVAL) {
-                let plan = st.last_plan.clone().unwrap_or_default();
-                let confirm = if plan.destroy > 0 {
-                    format!(" (production tenants: --confirm {name})")
-                } else {
-                    String::new()
-                };
-                out.push(step(
-                    name,
-                    "AwaitingApproval",
-                    &c.reason,
-                    format!(
-                        "plan {} (+{} ~{} -{}) awaits approval: {}",
-                        plan.id, plan.add, plan.change, plan.destroy, c.message
-                    ),
-                    Some(format!("sng approve workspace {name} {}{confirm}", plan.id)),
-                    depth,
-                ));
-            } else if let Some(c) = cond(ws, FAILED) {
-                let failures = st.consecutive_failures.unwrap_or(0);
-                let retry = requeue_at
-                    .and_then(|t| chrono::DateTime::from_timestamp(t, 0))
-                    .map(|t| {
-                        format!(
-                            "; next try at {} after {failures} failure(s)",
-                            t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
-                        )
-                    })
-                    .unwrap_or_default();
-                let (msg, next) = match c.reason.as_str() {
-                    "StateLocked" => {
-                        let lock = store.state_lock_info(tenant, name).ok().flatten();
-                        match lock {
-                            Some(l) => (format!("the state lock is held by `{}` since {} (lock id {}){retry}", l.who, l.created_at, l.id), Some(format!("ask `{}` to release it, or force it: terraform force-unlock {}", l.who, l.id))),
-                            None => (format!("{}{retry}", c.message), None),
-                        }
-                    }
-                    "PolicyDenied" => (format!("{}{retry}", c.message), Some("change the module or inputs so the plan complies, or the Policy (sng kind get policies)".into())),
-                    _ => (format!("{}{retry}", c.message), st.last_run_job.as_ref().map(|r| format!("sng logs {r}"))),
-                };
-                out.push(step(name, "Failed", &c.reason, msg, next, depth));
+            } else if cond(ws, AWAITING_APPROVAL).is_some() {
+                out.push(awaiting_step(ws, depth));
+            } else if cond(ws, FAILED).is_some() {
+                out.push(failed_step(store, tenant, ws, requeue_at, depth));
             } else if let Some(c) = cond(ws, READY) {
                 let drifted = cond(ws, "Drifted")
                     .map(|d| format!("; {}", d.message))
@@ -284,4 +253,70 @@ pub async fn explain_route(
     })
     .await?;
     Ok(Json(serde_json::json!({"chain": steps})))
+}
+
+/// The step of a workspace whose last run failed: the reason, the backoff, what to do.
+fn failed_step(
+    store: &Store,
+    tenant: &str,
+    ws: &Workspace,
+    requeue_at: Option<i64>,
+    depth: usize,
+) -> Step {
+    let name = &ws.metadata.name;
+    let st = ws.status.clone().unwrap_or_default();
+    let c = cond(ws, FAILED).expect("checked by the caller");
+    let failures = st.consecutive_failures.unwrap_or(0);
+    let retry = requeue_at
+        .and_then(|t| chrono::DateTime::from_timestamp(t, 0))
+        .map(|t| {
+            format!(
+                "; next try at {} after {failures} failure(s)",
+                t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+            )
+        })
+        .unwrap_or_default();
+    let (msg, next) = match c.reason.as_str() {
+        "StateLocked" => match store.state_lock_info(tenant, name).ok().flatten() {
+            Some(l) => (
+                format!("the state lock is held by `{}` since {} (lock id {}){retry}", l.who, l.created_at, l.id),
+                Some(format!("ask `{}` to release it, or force it: terraform force-unlock {}", l.who, l.id)),
+            ),
+            None => (format!("{}{retry}", c.message), None),
+        },
+        "PolicyDenied" => (
+            format!("{}{retry}", c.message),
+            Some("change the module or inputs so the plan complies, or the Policy (sng kind get policies)".into()),
+        ),
+        _ => (format!("{}{retry}", c.message), st.last_run_job.as_ref().map(|r| format!("sng logs {r}"))),
+    };
+    step(name, "Failed", &c.reason, msg, next, depth)
+}
+
+/// The step of a workspace whose plan awaits approval.
+fn awaiting_step(ws: &Workspace, depth: usize) -> Step {
+    let name = &ws.metadata.name;
+    let c = cond(ws, AWAITING_APPROVAL).expect("checked by the caller");
+    let plan = ws
+        .status
+        .clone()
+        .unwrap_or_default()
+        .last_plan
+        .unwrap_or_default();
+    let confirm = if plan.destroy > 0 {
+        format!(" (production tenants: --confirm {name})")
+    } else {
+        String::new()
+    };
+    step(
+        name,
+        "AwaitingApproval",
+        &c.reason,
+        format!(
+            "plan {} (+{} ~{} -{}) awaits approval: {}",
+            plan.id, plan.add, plan.change, plan.destroy, c.message
+        ),
+        Some(format!("sng approve workspace {name} {}{confirm}", plan.id)),
+        depth,
+    )
 }

@@ -3,10 +3,11 @@
 
 pub mod blast;
 pub mod error;
-pub mod explain;
 pub mod events;
+pub mod explain;
 mod keys;
 pub mod platform;
+pub mod rollback;
 mod routes;
 mod state;
 pub mod tokens;

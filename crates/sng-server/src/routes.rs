@@ -51,7 +51,15 @@ pub fn router(state: AppState) -> Router {
             "/api/v1/tenants/{tenant}/workspaces/{name}/state",
             get(state_versions),
         )
-        .route("/api/v1/tenants/{tenant}/workspaces/{name}/explain", get(crate::explain::explain_route))
+        .route(
+            "/api/v1/tenants/{tenant}/workspaces/{name}/explain",
+            get(crate::explain::explain_route),
+        )
+        .route("/api/v1/tenants/{tenant}/plan", post(speculative_plan))
+        .route(
+            "/api/v1/tenants/{tenant}/workspaces/{name}/rollback",
+            post(crate::rollback::rollback),
+        )
         .route(
             "/api/v1/tenants/{tenant}/workspaces/{name}/refresh",
             post(refresh_now),
@@ -533,6 +541,12 @@ async fn apply(
             name,
         ));
     }
+    let blast = if dry_run {
+        let (t, o) = (tenant.clone(), objects.clone());
+        Some(blocking(&st, move |s| crate::blast::blast_radius(s, &t, &o)).await?)
+    } else {
+        None
+    };
     let applied = blocking(&st, move |s| s.apply(&tenant, objects, dry_run)).await?;
     if let Some(p) = &st.platform {
         p.wake.notify_one();
@@ -546,7 +560,12 @@ async fn apply(
             object: render(a.object, false),
         })
         .collect();
-    Ok(Json(json!({"items": items, "dryRun": dry_run})))
+    let mut answer = json!({"items": items, "dryRun": dry_run});
+    if let Some((diffs, would)) = blast {
+        answer["diffs"] = json!(diffs);
+        answer["wouldRun"] = json!(would);
+    }
+    Ok(Json(answer))
 }
 
 async fn list(
@@ -917,4 +936,46 @@ async fn stats(State(st): State<AppState>, caller: Caller) -> Result<Json<Value>
             json!({"reconcilePasses": 0, "runsStarted": 0, "runsActive": 0, "engine": "unavailable"})
         }
     }))
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct PlanRequest {
+    items: Vec<Value>,
+}
+
+/// Speculative plan of the workspaces of a manifest, as they would be after apply, against the
+/// current real state: nothing stored, no lock, nothing written.
+async fn speculative_plan(
+    State(st): State<AppState>,
+    caller: Caller,
+    Path(tenant): Path<String>,
+    body: Result<Json<PlanRequest>, JsonRejection>,
+) -> Result<Json<Value>, ApiError> {
+    caller.require(&tenant, Role::Operator, "planning")?;
+    let Json(req) = body.map_err(|e| ApiError::bad_request(e.body_text()))?;
+    let objects = sng_api::decode_all(&req.items).map_err(|errs| ApiError::invalid(&errs))?;
+    let platform = st
+        .platform
+        .clone()
+        .ok_or_else(|| ApiError::new_unavailable("no engine on this server: plans cannot run"))?;
+    let mut results = Vec::new();
+    for obj in objects {
+        let Object::Workspace(mut ws) = obj else {
+            continue;
+        };
+        ws.spec.apply_defaults();
+        let (t, n) = (tenant.clone(), ws.metadata.name.clone());
+        if let Some(Object::Workspace(stored)) =
+            blocking(&st, move |s| s.get(Kind::Workspace, &t, &n)).await?
+        {
+            ws.metadata = stored.metadata;
+        }
+        let name = ws.metadata.name.clone();
+        match crate::platform::speculative::plan(&platform, &tenant, ws).await {
+            Ok(v) => results.push(v),
+            Err(m) => results.push(json!({"workspace": name, "error": m})),
+        }
+    }
+    Ok(Json(json!({"items": results})))
 }

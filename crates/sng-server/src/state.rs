@@ -110,6 +110,11 @@ async fn state(
     body: Bytes,
 ) -> Result<Response, ApiError> {
     let run = run_of(&st, &headers, &tenant, &ws).await?;
+    if run.run_id.starts_with("spec-") && method.as_str() != "GET" {
+        return Err(ApiError::forbidden(
+            "a speculative plan reads the state; it never writes it",
+        ));
+    }
     match method.as_str() {
         "GET" => {
             let body = blocking(&st, move |s| s.state_get(&tenant, &ws)).await?;
@@ -161,6 +166,11 @@ async fn lock(
     body: Bytes,
 ) -> Result<Response, ApiError> {
     let run = run_of(&st, &headers, &tenant, &ws).await?;
+    if run.run_id.starts_with("spec-") {
+        return Err(ApiError::forbidden(
+            "a speculative plan never takes the state lock",
+        ));
+    }
     let info = String::from_utf8(body.to_vec())
         .map_err(|_| ApiError::bad_request("LockInfo is not UTF-8"))?;
     match method.as_str() {

@@ -270,3 +270,49 @@ async fn third_party_access_needs_the_operator_role() {
     assert_eq!(code, StatusCode::UNAUTHORIZED);
     assert!(body.contains("revoked"), "{body}");
 }
+
+#[tokio::test]
+async fn a_speculative_plan_token_reads_but_never_writes_or_locks() {
+    let store = Store::open_in_memory().unwrap();
+    let spec = store
+        .run_token_create("default", "pet", "spec-123")
+        .unwrap();
+    let b = Backend {
+        state: AppState {
+            store: Arc::new(store),
+            platform: None,
+        },
+    };
+    assert_eq!(
+        b.call("GET", "/state/v1/default/pet", &spec, None).await.0,
+        StatusCode::NO_CONTENT
+    );
+    assert_eq!(
+        b.call(
+            "LOCK",
+            "/state/v1/default/pet/lock",
+            &spec,
+            Some(lock("S", "spec"))
+        )
+        .await
+        .0,
+        StatusCode::FORBIDDEN
+    );
+    assert_eq!(
+        b.call(
+            "POST",
+            "/state/v1/default/pet?ID=S",
+            &spec,
+            Some(state(1, "L", "x"))
+        )
+        .await
+        .0,
+        StatusCode::FORBIDDEN
+    );
+    assert_eq!(
+        b.call("DELETE", "/state/v1/default/pet", &spec, None)
+            .await
+            .0,
+        StatusCode::FORBIDDEN
+    );
+}

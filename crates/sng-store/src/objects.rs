@@ -560,7 +560,11 @@ mod tests {
             let page = names(&page);
             if let Some(n) = &next {
                 assert_eq!(page.len(), limit, "only the last page may be short");
-                assert_eq!(Some(n), page.last(), "the cursor is the last name of the page");
+                assert_eq!(
+                    Some(n),
+                    page.last(),
+                    "the cursor is the last name of the page"
+                );
             }
             pages.push(page);
             match next {
@@ -625,7 +629,9 @@ mod tests {
             .list_page(Kind::Secret, "default", 2, Some("s-009"))
             .unwrap();
         assert!(page.is_empty() && next.is_none());
-        let (page, next) = s.list_page(Kind::Secret, "default", 2, Some("zzz")).unwrap();
+        let (page, next) = s
+            .list_page(Kind::Secret, "default", 2, Some("zzz"))
+            .unwrap();
         assert!(page.is_empty() && next.is_none());
         // A limit of 0 is refused rather than paging forever.
         assert!(matches!(
@@ -641,7 +647,10 @@ mod tests {
         assert!(page.is_empty() && next.is_none());
         let (page, next) = s.list_page(Kind::Workspace, "nowhere", 5, None).unwrap();
         assert!(page.is_empty() && next.is_none());
-        assert_eq!(all_pages(&s, Kind::Secret, "default", 1), vec![Vec::<String>::new()]);
+        assert_eq!(
+            all_pages(&s, Kind::Secret, "default", 1),
+            vec![Vec::<String>::new()]
+        );
     }
 
     #[test]

@@ -48,6 +48,12 @@ pub struct RunRecord {
     /// Approval applied by this run: plan id, who, when.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub approval: Option<(String, String, String)>,
+    /// The spec the run applied (no secret values: those live in Secrets), for rollbacks.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spec: Option<Value>,
+    /// The run this one restores (`trigger: rollback`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub restores: Option<String>,
     /// Manifest generation the run applies.
     pub generation: i64,
     /// `Running`, `Succeeded`, `Failed`, `Interrupted`, `StateLocked`, `Rejected`.

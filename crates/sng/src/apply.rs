@@ -9,7 +9,7 @@ use crate::cli::{ApplyArgs, CliError};
 use crate::client::Client;
 
 /// The texts to apply, with the name of where each came from.
-fn read_sources(files: &[String]) -> Result<Vec<(String, String)>, CliError> {
+pub fn read_sources(files: &[String]) -> Result<Vec<(String, String)>, CliError> {
     let mut out = Vec::new();
     for f in files {
         if f == "-" {

@@ -87,6 +87,27 @@ pub enum Command {
         #[arg(long)]
         confirm: Option<String>,
     },
+    /// Plan the Workspace(s) of a manifest as they would be after apply, against the real state,
+    /// without storing anything or taking the lock. Exit 0: no changes, 2: changes, 1: error.
+    Plan {
+        /// File, directory or `-`.
+        #[arg(short = 'f', long = "filename", required = true)]
+        files: Vec<String>,
+        /// Output format.
+        #[arg(short, long, value_enum)]
+        output: Option<Output>,
+    },
+    /// Plan again with the module digest and inputs of a past successful run, through the normal
+    /// approval and policy path (the workspace's spec becomes that run's, pinned by digest).
+    Rollback {
+        /// Kind (workspace).
+        kind: String,
+        /// Name.
+        name: String,
+        /// The run to restore (`sng runs workspace NAME`).
+        #[arg(long = "to")]
+        to_run: String,
+    },
     /// Why a workspace is in its state: the causal chain, in plain words, with the command to run next.
     Explain {
         /// Kind (workspace).
@@ -358,6 +379,8 @@ pub enum CliError {
     Usage(String),
     /// The request was rejected or failed (exit 1); one `error:` line each.
     Rejected(Vec<String>),
+    /// Not an error: a result told by the exit code (e.g. 2 = the plan has changes).
+    Exit(u8),
 }
 
 impl CliError {
@@ -371,6 +394,7 @@ impl CliError {
         let (lines, code) = match self {
             CliError::Usage(m) => (vec![m], 2),
             CliError::Rejected(lines) => (lines, 1),
+            CliError::Exit(code) => (vec![], code),
         };
         for line in lines {
             for (i, part) in line.lines().enumerate() {
@@ -487,8 +511,30 @@ pub fn run(cli: Cli, matches: &clap::ArgMatches) -> Result<(), CliError> {
         Command::Refresh { kind, name } => {
             crate::wait::refresh(&Client::new(&g)?, &g.tenant, parse_kind(&kind)?, &name)
         }
-        Command::Explain { kind, name, output } => crate::explain::explain(&Client::new(&g)?, &g.tenant, parse_kind(&kind)?, &name, output),
-        Command::Drift { kind, name, output } => crate::explain::drift(&Client::new(&g)?, &g.tenant, parse_kind(&kind)?, &name, output),
+        Command::Plan { files, output } => {
+            crate::explain::plan(&Client::new(&g)?, &g.tenant, &files, output)
+        }
+        Command::Rollback { kind, name, to_run } => crate::explain::rollback(
+            &Client::new(&g)?,
+            &g.tenant,
+            parse_kind(&kind)?,
+            &name,
+            &to_run,
+        ),
+        Command::Explain { kind, name, output } => crate::explain::explain(
+            &Client::new(&g)?,
+            &g.tenant,
+            parse_kind(&kind)?,
+            &name,
+            output,
+        ),
+        Command::Drift { kind, name, output } => crate::explain::drift(
+            &Client::new(&g)?,
+            &g.tenant,
+            parse_kind(&kind)?,
+            &name,
+            output,
+        ),
         Command::Approve {
             kind,
             name,

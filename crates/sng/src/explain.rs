@@ -133,3 +133,81 @@ pub fn explain(
     }
     Ok(())
 }
+
+/// `sng plan -f FILE`: exit 0 without changes, 2 with changes, 1 on an error.
+pub fn plan(
+    client: &Client,
+    tenant: &str,
+    files: &[String],
+    output: Option<Output>,
+) -> Result<(), CliError> {
+    let mut items = Vec::new();
+    for (name, text) in crate::apply::read_sources(files)? {
+        items.extend(
+            sng_api::parse_documents(&text, &name)
+                .map_err(|e| CliError::rejected(e.to_string()))?,
+        );
+    }
+    let answer = client.post(
+        &format!("/tenants/{tenant}/plan"),
+        &serde_json::json!({"items": items}),
+    )?;
+    let results = answer["items"].as_array().cloned().unwrap_or_default();
+    if results.is_empty() {
+        return Err(CliError::rejected("no Workspace in the manifest"));
+    }
+    match output {
+        Some(Output::Json) => println!("{}", serde_json::to_string_pretty(&results).expect("json")),
+        Some(Output::Yaml) => print!("{}", serde_yaml::to_string(&results).expect("yaml")),
+        _ => {
+            for r in &results {
+                let name = r["workspace"].as_str().unwrap_or("?");
+                if let Some(e) = r["error"].as_str() {
+                    println!("workspace/{name}: error: {e}");
+                    continue;
+                }
+                let n = |k: &str| r[k].as_i64().unwrap_or(0);
+                println!(
+                    "workspace/{name}: Plan: {} to import, {} to add, {} to change, {} to destroy.",
+                    n("import"),
+                    n("add"),
+                    n("change"),
+                    n("destroy")
+                );
+                print_changes(r["changes"].as_array().map(Vec::as_slice).unwrap_or(&[]));
+            }
+        }
+    }
+    if results.iter().any(|r| r["error"].is_string()) {
+        return Err(CliError::Exit(1));
+    }
+    if results.iter().any(|r| r["hasChanges"] == true) {
+        return Err(CliError::Exit(2));
+    }
+    Ok(())
+}
+
+pub fn rollback(
+    client: &Client,
+    tenant: &str,
+    kind: Kind,
+    name: &str,
+    run: &str,
+) -> Result<(), CliError> {
+    if kind != Kind::Workspace {
+        return Err(CliError::Usage(
+            "rollback applies to workspaces only".into(),
+        ));
+    }
+    let answer = client.post(
+        &format!("/tenants/{tenant}/workspaces/{name}/rollback"),
+        &serde_json::json!({"toRun": run}),
+    )?;
+    println!(
+        "workspace/{name} rolling back to run {} (module {}, generation {})",
+        run,
+        answer["moduleDigest"].as_str().unwrap_or("?"),
+        answer["generation"]
+    );
+    Ok(())
+}

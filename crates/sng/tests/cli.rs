@@ -154,7 +154,15 @@ fn apply_reads_directories_stdin_and_json() {
         &["apply", "--dry-run", "-f", "-"],
         Some(&workspace("gamma", "1")),
     );
-    assert_eq!(ok(o), "workspace/gamma created (dry run)\n");
+    let dry = ok(o);
+    assert!(
+        dry.starts_with("workspace/gamma created (dry run)\n    created\n"),
+        "{dry}"
+    );
+    assert!(
+        dry.contains("would start a run, in this order:\n  1. gamma (created)"),
+        "{dry}"
+    );
     let o = server.sng(&["kind", "get", "workspace", "gamma"]);
     assert_eq!(o.status.code(), Some(1), "dry run changed nothing");
     let providers = ok(server.sng(&["kind", "get", "providers"]));

@@ -260,3 +260,177 @@ fn dry_run_shows_the_diff_and_every_workspace_that_would_run_in_order() {
         "{out}"
     );
 }
+
+#[test]
+fn a_speculative_plan_changes_nothing_and_exits_like_detailed_exitcode() {
+    let reg = TestRegistry::start().unwrap();
+    push_module(&reg, "pet", "acme/pet", "1", None);
+    let data = tempfile::tempdir().unwrap();
+    let files = tempfile::tempdir().unwrap();
+    let server = Server::start_runs(data.path(), &registry_addr(&reg), &[]);
+    let pet = |name: &str, prefix: &str| {
+        format!("apiVersion: tofu.stackngo.io/v1alpha1\nkind: Workspace\nmetadata: {{name: {name}}}\nspec:\n  module: {{source: {}, tag: \"1\"}}\n  vars: {{prefix: {prefix}}}\n", reg.source("acme/pet"))
+    };
+    ok(server.sng_as(
+        &server.token,
+        "default",
+        &["apply", "-f", "-"],
+        Some(&pet("pet", "demo")),
+    ));
+    wait_for("Ready", Duration::from_secs(120), || {
+        (condition(&server.settled("pet"), "Ready").0 == "True").then_some(())
+    });
+    let before = (
+        server.workspace("pet"),
+        server.api("/tenants/default/workspaces/pet/state"),
+        server.api("/tenants/default/workspaces/pet/runs"),
+    );
+
+    let same = write(files.path(), "same.yaml", &pet("pet", "demo"));
+    let o = server.sng(&["plan", "-f", &same]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "no changes: {}{}",
+        out(&o),
+        err(&o)
+    );
+    assert!(out(&o).contains("Plan: 0 to import, 0 to add, 0 to change, 0 to destroy."));
+
+    let changed = write(files.path(), "changed.yaml", &pet("pet", "prod"));
+    let o = server.sng(&["plan", "-f", &changed]);
+    assert_eq!(o.status.code(), Some(2), "changes: {}{}", out(&o), err(&o));
+    let text = out(&o);
+    assert!(
+        text.contains("0 to add, 1 to change") && text.contains("terraform_data.pet (update)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("input: \"demo-pet0-pet1\" -> \"prod-pet0-pet1\""),
+        "{text}"
+    );
+
+    let fresh = write(files.path(), "fresh.yaml", &pet("newpet", "x"));
+    let o = server.sng(&["plan", "-f", &fresh]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(out(&o).contains("1 to add"), "{}", out(&o));
+    assert_eq!(
+        server
+            .sng(&["kind", "get", "workspace", "newpet"])
+            .status
+            .code(),
+        Some(1),
+        "nothing stored"
+    );
+
+    let after = (
+        server.workspace("pet"),
+        server.api("/tenants/default/workspaces/pet/state"),
+        server.api("/tenants/default/workspaces/pet/runs"),
+    );
+    assert_eq!(
+        after.0["spec"], before.0["spec"],
+        "the stored manifest is untouched"
+    );
+    assert_eq!(
+        after.0["metadata"]["resourceVersion"],
+        before.0["metadata"]["resourceVersion"]
+    );
+    assert_eq!(
+        after.1, before.1,
+        "the state serial and the lock are untouched"
+    );
+    assert_eq!(after.2, before.2, "no run recorded");
+}
+
+#[test]
+fn rollback_restores_a_past_run_and_refuses_when_its_inputs_are_gone() {
+    let reg = TestRegistry::start().unwrap();
+    let files = tempfile::tempdir().unwrap();
+    let v1 = module(files.path(), "v1", "variable \"greeting\" {\n  type = string\n}\nresource \"terraform_data\" \"r\" { input = \"v1 ${var.greeting}\" }\noutput \"out\" { value = terraform_data.r.output }\n");
+    let v2 = module(files.path(), "v2", "variable \"greeting\" {\n  type = string\n}\nresource \"terraform_data\" \"r\" { input = \"v2 BROKEN ${var.greeting}\" }\noutput \"out\" { value = terraform_data.r.output }\n");
+    push_dir(&reg, &v1, "acme/m", "1.0.0", None);
+    push_dir(&reg, &v2, "acme/m", "2.0.0", None);
+    let data = tempfile::tempdir().unwrap();
+    let server = Server::start_runs(data.path(), &registry_addr(&reg), &[]);
+    let manifest = |tag: &str| {
+        format!("apiVersion: v1\nkind: Secret\nmetadata: {{name: g}}\nstringData: {{greeting: hello}}\n---\napiVersion: tofu.stackngo.io/v1alpha1\nkind: Workspace\nmetadata: {{name: w}}\nspec:\n  module: {{source: {}, tag: \"{tag}\"}}\n  varsFrom: [{{secretRef: {{name: g, key: greeting}}}}]\n", reg.source("acme/m"))
+    };
+    let out_of = || {
+        use base64::Engine as _;
+        let s = server.api("/tenants/default/secrets/w-outputs?reveal=true");
+        String::from_utf8(
+            base64::engine::general_purpose::STANDARD
+                .decode(s["data"]["out"].as_str().unwrap())
+                .unwrap(),
+        )
+        .unwrap()
+    };
+    let ready_at = |g: i64| {
+        wait_for("Ready", Duration::from_secs(120), || {
+            let w = server.settled("w");
+            (w["metadata"]["generation"] == g && condition(&w, "Ready").0 == "True").then_some(w)
+        })
+    };
+    ok(server.sng_as(
+        &server.token,
+        "default",
+        &["apply", "-f", "-"],
+        Some(&manifest("1.0.0")),
+    ));
+    ready_at(1);
+    assert_eq!(out_of(), "v1 hello");
+    let good = server.api("/tenants/default/workspaces/w/runs")["items"][0]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    ok(server.sng_as(
+        &server.token,
+        "default",
+        &["apply", "-f", "-"],
+        Some(&manifest("2.0.0")),
+    ));
+    ready_at(2);
+    assert_eq!(out_of(), "v2 BROKEN hello", "the bad version is out");
+
+    let said = ok(server.sng(&["rollback", "workspace", "w", "--to", &good]));
+    assert!(
+        said.contains(&format!("rolling back to run {good}")),
+        "{said}"
+    );
+    ready_at(3);
+    assert_eq!(out_of(), "v1 hello", "the previous outputs are back");
+    let last = server.api("/tenants/default/workspaces/w/runs")["items"][0].clone();
+    assert_eq!(last["trigger"], "rollback");
+    assert_eq!(last["restores"], good.as_str());
+    let first = server.api(&format!("/tenants/default/runs/{good}"));
+    assert_eq!(
+        last["moduleDigest"], first["moduleDigest"],
+        "the same module digest"
+    );
+
+    // a changed secret: that run's inputs are gone, the rollback is refused and changes nothing
+    ok(server.sng_as(
+        &server.token,
+        "default",
+        &["apply", "-f", "-"],
+        Some(
+            "apiVersion: v1\nkind: Secret\nmetadata: {name: g}\nstringData: {greeting: bonjour}\n",
+        ),
+    ));
+    let w = wait_for("the new greeting", Duration::from_secs(120), || {
+        let w = server.settled("w");
+        (out_of() == "v1 bonjour").then_some(w)
+    });
+    let o = server.sng(&["rollback", "workspace", "w", "--to", &good]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        err(&o).contains("no longer available") && err(&o).contains("secret"),
+        "{}",
+        err(&o)
+    );
+    assert_eq!(
+        server.workspace("w")["metadata"]["generation"],
+        w["metadata"]["generation"]
+    );
+}

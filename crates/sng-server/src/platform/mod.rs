@@ -2,10 +2,11 @@
 //! by a global limit and dispatched fairly between tenants, and recovery of runs cut by a crash.
 
 mod checks;
-mod facts;
-mod inputs;
+pub(crate) mod facts;
+pub(crate) mod inputs;
 mod policy;
 mod s3;
+pub mod speculative;
 mod status;
 mod worker;
 
@@ -22,7 +23,7 @@ use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 pub use facts::{observe, parents_of, Snapshot};
-pub use worker::{finalize, run_workspace, OUTPUTS_OWNER_LABEL};
+pub use worker::{finalize, run_workspace, OUTPUTS_OWNER_LABEL, ROLLBACK_ANNOTATION};
 
 /// What the platform needs to run workspaces.
 pub struct Platform {

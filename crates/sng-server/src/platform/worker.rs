@@ -19,6 +19,9 @@ use super::facts::inputs_hash;
 use super::inputs::{gather, InputError};
 use super::Platform;
 
+/// Annotation set by `sng rollback`: the run whose module digest and inputs the spec restores.
+pub const ROLLBACK_ANNOTATION: &str = "tofu.stackngo.io/rollback-of";
+
 /// Label put on the outputs secret: the workspace that publishes it.
 pub const OUTPUTS_OWNER_LABEL: &str = "tofu.stackngo.io/workspace";
 
@@ -200,6 +203,17 @@ pub async fn run_workspace(
         ..RunRecord::default()
     };
     record.caused_by = Some(cause(&p.store, tenant, &ws, trigger, approval.as_ref()));
+    record.spec = serde_json::to_value(&ws.spec).ok();
+    if let Some(restored) = ws.metadata.annotations.get(ROLLBACK_ANNOTATION) {
+        if matches!(
+            trigger,
+            Trigger::InputsChanged | Trigger::Retry | Trigger::Approval
+        ) {
+            record.trigger = "rollback".into();
+            record.restores = Some(restored.clone());
+            record.caused_by = Some(format!("rollback to run {restored}"));
+        }
+    }
     let _ = p.store.run_put(&record);
     let base = json!({"operation": record.operation, "trigger": record.trigger, "causedBy": record.caused_by, "generation": generation});
     emit(&p.store, &record, "run.created", base.clone());
@@ -720,6 +734,7 @@ async fn run_inner(
         log_path,
         progress: None,
         expected_plan_hash,
+        no_lock: false,
         limits: run_limits(ws),
         pre_apply: super::policy::pre_apply(
             p,

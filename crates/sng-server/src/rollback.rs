@@ -1,0 +1,92 @@
+//! `POST /api/v1/tenants/{t}/workspaces/{name}/rollback {"toRun"}`: plan again with the module
+//! digest and the spec of a past successful run, through the normal approval and policy path
+//! (the workspace's spec is set to that run's, pinned by digest; the run record says
+//! `trigger: rollback` and which run it restores). Refused when that run's inputs are no longer
+//! available (a secret, Provider or parent output that changed or is gone).
+
+use axum::extract::rejection::JsonRejection;
+use axum::extract::{Path, State};
+use axum::Json;
+use serde::Deserialize;
+use serde_json::{json, Value};
+use sng_api::workspace::WorkspaceSpec;
+use sng_api::{Kind, Object};
+use sng_store::{Role, StoreError};
+
+use crate::error::ApiError;
+use crate::platform::facts::inputs_digest;
+use crate::platform::inputs::gather;
+use crate::platform::ROLLBACK_ANNOTATION;
+use crate::routes::{blocking, AppState, Caller};
+
+/// The request.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct RollbackRequest {
+    to_run: String,
+}
+
+/// The handler.
+pub async fn rollback(
+    State(st): State<AppState>,
+    caller: Caller,
+    Path((tenant, name)): Path<(String, String)>,
+    body: Result<Json<RollbackRequest>, JsonRejection>,
+) -> Result<Json<Value>, ApiError> {
+    caller.require(&tenant, Role::Operator, "rolling back a workspace")?;
+    let Json(req) = body.map_err(|e| ApiError::bad_request(e.body_text()))?;
+    let platform = st.platform.clone();
+    let answer = blocking(&st, move |s| {
+        let Some(Object::Workspace(mut ws)) = s.get(Kind::Workspace, &tenant, &name)? else {
+            return Err(StoreError::not_found("Workspace", &name));
+        };
+        let run = s
+            .run_get(&tenant, &req.to_run)?
+            .filter(|r| r.workspace == name)
+            .ok_or_else(|| StoreError::not_found("Run", &req.to_run))?;
+        if run.phase != "Succeeded" || !matches!(run.operation.as_str(), "apply" | "apply-approved") {
+            return Err(StoreError::Conflict(format!(
+                "run `{}` is not a successful apply ({} {}); roll back to one that was",
+                run.id, run.operation, run.phase
+            )));
+        }
+        let (Some(spec), Some(digest)) = (run.spec.clone(), run.module_digest.clone()) else {
+            return Err(StoreError::Conflict(format!("run `{}` did not record its spec and module digest; it cannot be restored", run.id)));
+        };
+        let mut spec: WorkspaceSpec = serde_json::from_value(spec).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+        spec.module.tag = None;
+        spec.module.digest = Some(digest.clone());
+        // The inputs of that run must still be there, unchanged: secret values, Providers,
+        // parents' outputs, registry credentials (only their hashes were kept).
+        let mut candidate = ws.clone();
+        candidate.spec = spec.clone();
+        let inputs = gather(s, &tenant, &candidate).map_err(|e| {
+            StoreError::Conflict(format!("the inputs of run `{}` are no longer available: {e}", run.id))
+        })?;
+        let now = inputs_digest(&candidate, &inputs);
+        let changed: Vec<&str> = run
+            .inputs
+            .iter()
+            .filter(|(part, hash)| part.as_str() != "spec" && now.get(*part) != Some(*hash))
+            .map(|(part, _)| part.as_str())
+            .chain(now.keys().filter(|k| k.as_str() != "spec" && !run.inputs.contains_key(*k)).map(String::as_str))
+            .collect();
+        if !changed.is_empty() {
+            return Err(StoreError::Conflict(format!(
+                "the inputs of run `{}` are no longer available: {} changed since (their old values are not kept); restore them first",
+                run.id,
+                changed.join(", ")
+            )));
+        }
+        ws.spec = spec;
+        ws.metadata.annotations.insert(ROLLBACK_ANNOTATION.into(), run.id.clone());
+        ws.metadata.resource_version = None;
+        let applied = s.apply(&tenant, vec![Object::Workspace(ws)], false)?.remove(0);
+        Ok(json!({"workspace": name, "restores": run.id, "moduleDigest": digest, "generation": applied.object.meta().generation}))
+    })
+    .await?;
+    if let Some(p) = &platform {
+        p.wake.notify_one();
+    }
+    Ok(Json(answer))
+}
