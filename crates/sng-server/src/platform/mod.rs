@@ -350,10 +350,14 @@ fn dispatch(platform: &Arc<Platform>) {
     }
 }
 
+/// Shortest time between two reconcile passes.
+pub const MIN_PASS_INTERVAL: Duration = Duration::from_millis(200);
+
 /// The reconcile loop: wakes on changes and when something is due (at most every 30 s
 /// otherwise), starts due runs.
 pub async fn reconcile_loop(platform: Arc<Platform>, stop: CancellationToken) {
     loop {
+        let pass_started = tokio::time::Instant::now();
         let (due, next) = tokio::task::block_in_place(|| platform.reconcile_once());
         platform
             .stats
@@ -374,7 +378,12 @@ pub async fn reconcile_loop(platform: Arc<Platform>, stop: CancellationToken) {
         let now = unix_now();
         let wait = next.map_or(30, |n| (n - now).clamp(1, 30)) as u64;
         tokio::select! {
-            _ = platform.wake.notified() => {}
+            _ = platform.wake.notified() => {
+                // Wakes that come in bursts (hundreds of runs ending) are coalesced: at most one
+                // pass per MIN_PASS_INTERVAL. Runs are dispatched by the ending run itself, so
+                // nothing waits for the pass but the reaction to new inputs.
+                tokio::time::sleep_until(pass_started + MIN_PASS_INTERVAL).await;
+            }
             _ = tokio::time::sleep(Duration::from_secs(wait)) => {}
             _ = stop.cancelled() => break,
         }
