@@ -1,7 +1,7 @@
 # sng — two commands on a fresh machine: `make demo` and `make test`.
 CARGO ?= cargo
 
-.PHONY: all build demo test setup lint bench
+.PHONY: all build demo test setup lint bench bench-scale bench
 
 all: build
 
@@ -28,3 +28,7 @@ lint:
 ## bench: sng versus the bare engine, side by side (see BENCHMARKS.md).
 bench: build
 	bench/run-overhead.sh
+
+## bench-scale: the reconciler at scale (1,000 Ready workspaces restarted, a burst of 200).
+bench-scale: build
+	SNG_BIN=target/release/sng bench/restart-and-burst.sh
