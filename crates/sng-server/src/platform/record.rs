@@ -1,0 +1,154 @@
+//! What the run record says about a run: its cause in words, which inputs changed, and the
+//! events it emits.
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+use sng_api::Workspace;
+use sng_api::{Object, ObjectMeta, Secret};
+use sng_core::decide::Trigger;
+use sng_store::{RunRecord, Store};
+
+use super::worker::OUTPUTS_OWNER_LABEL;
+
+/// Emit an event of a run (never blocks the run: errors are logged).
+pub(super) fn emit(store: &Store, record: &RunRecord, event_type: &str, data: Value) {
+    if let Err(e) = crate::events::emit_event(
+        store,
+        event_type,
+        &record.tenant,
+        &record.workspace,
+        Some(&record.id),
+        &record.correlation_id,
+        data,
+    ) {
+        tracing::warn!(run = %record.id, event_type, error = %e, "cannot record an event");
+    }
+}
+
+/// Which parts of the inputs differ from the last successful run's, in words.
+pub(super) fn changed_parts(
+    store: &Store,
+    tenant: &str,
+    name: &str,
+    now: &std::collections::BTreeMap<String, String>,
+) -> Option<String> {
+    let runs = store.runs_of(tenant, name).ok()?;
+    let last = runs
+        .iter()
+        .find(|r| r.phase == "Succeeded" && !r.inputs.is_empty())?;
+    let mut changed: Vec<&str> = now
+        .iter()
+        .filter(|(k, v)| last.inputs.get(*k) != Some(*v))
+        .map(|(k, _)| k.as_str())
+        .collect();
+    changed.extend(
+        last.inputs
+            .keys()
+            .filter(|k| !now.contains_key(*k))
+            .map(String::as_str),
+    );
+    changed.sort();
+    changed.dedup();
+    (!changed.is_empty()).then(|| {
+        changed
+            .iter()
+            .map(|c| match *c {
+                "spec" => "the manifest (spec)",
+                "secrets" => "secret values",
+                "parents" => "parents' outputs",
+                "providers" => "Providers",
+                "imports" => "import ids",
+                "registry" => "registry credentials",
+                other => other,
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    })
+}
+
+/// Who or what caused a run, in words.
+pub(super) fn cause(
+    store: &Store,
+    tenant: &str,
+    ws: &Workspace,
+    trigger: Trigger,
+    approval: Option<&(String, String, String)>,
+) -> String {
+    let generation = ws.metadata.generation.unwrap_or(0);
+    match trigger {
+        Trigger::Created => format!("workspace created (generation {generation})"),
+        Trigger::InputsChanged => format!("inputs changed (generation {generation})"),
+        Trigger::Refresh => format!(
+            "refresh every {}",
+            ws.spec
+                .refresh
+                .as_ref()
+                .map(|r| r.interval.as_str())
+                .unwrap_or("-")
+        ),
+        Trigger::Approval => match approval {
+            Some((plan, who, at)) => format!("approval of plan {plan} by {who} at {at}"),
+            None => "approval".into(),
+        },
+        Trigger::Retry => format!(
+            "retry after {} consecutive failures",
+            ws.status
+                .as_ref()
+                .and_then(|s| s.consecutive_failures)
+                .unwrap_or(0)
+        ),
+        Trigger::Destroy => {
+            let _ = (store, tenant);
+            "deletion with deletionPolicy Destroy".into()
+        }
+    }
+}
+
+/// `spec.resources.limits` as run limits (validated quantities).
+pub(super) fn run_limits(ws: &Workspace) -> sng_runner::Limits {
+    let q = |k: &str| {
+        ws.spec
+            .resources
+            .as_ref()
+            .and_then(|r| r.limits.get(k))
+            .and_then(|v| sng_api::units::parse_quantity(v))
+    };
+    sng_runner::Limits {
+        memory_bytes: q("memory").map(|b| b as u64),
+        cpu_millis: q("cpu").map(|c| (c * 1000.0).ceil() as u64),
+    }
+}
+
+/// Publish the outputs secret: one key per output, JSON when the output is not a string.
+pub(super) fn publish_outputs(
+    store: &Store,
+    tenant: &str,
+    ws: &Workspace,
+    outputs: &Value,
+) -> Result<(), String> {
+    let mut data = BTreeMap::new();
+    for (k, o) in outputs.as_object().into_iter().flatten() {
+        let v = match &o["value"] {
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        };
+        data.insert(k.clone(), v);
+    }
+    let mut meta = ObjectMeta::named(ws.outputs_secret_name());
+    meta.labels
+        .insert(OUTPUTS_OWNER_LABEL.into(), ws.metadata.name.clone());
+    let secret = Secret {
+        api_version: "v1".into(),
+        kind: "Secret".into(),
+        metadata: meta,
+        type_: Some("Opaque".into()),
+        data: BTreeMap::new(),
+        string_data: data,
+        status: None,
+    };
+    store
+        .apply(tenant, vec![Object::Secret(secret)], false)
+        .map(|_| ())
+        .map_err(|e| e.to_string())
+}
