@@ -741,15 +741,15 @@ if do_burst:
           f"{i('burst.server_cpu_ms') / burst_n:.0f} ms per run ({i('burst.server_cpu_ms') / 1000:.1f} s in all) |")
     if i("burst.all_cpu_ms"):
         print(f"| CPU of other processes on the machine meanwhile (bare runs one at a time / control / sng burst) | "
-              f"{i('bare.other_cpu_ms') / 1000:.1f} s / {i('bare_parallel.other_cpu_ms') / 1000 if 'bare_parallel.other_cpu_ms' in r else 0:.1f} s / "
-              f"{i('burst.other_cpu_ms') / 1000:.1f} s |")
+              f"{max(0, i('bare.other_cpu_ms')) / 1000:.1f} s / {max(0, i('bare_parallel.other_cpu_ms')) / 1000 if 'bare_parallel.other_cpu_ms' in r else 0:.1f} s / "
+              f"{max(0, i('burst.other_cpu_ms')) / 1000:.1f} s |")
     if "more.total_ms" in r:
         m = i("more.total_ms")
         print(f"| *the same burst on the restarted server of part 1, which holds {restart_n} Ready workspaces* | "
               f"*{m / 1000:.1f} s = {m / ref:.2f}× the reference; {i('more.after.reconcilePasses') - i('more.before.reconcilePasses')} passes; "
               f"server process {i('more.server_cpu_ms') / burst_n:.0f} ms CPU per run ({i('more.server_cpu_ms') / 1000:.1f} s in all); "
               f"{cpu('more.all_cpu_ms', burst_n)} with bwrap and engines; engine steps median {r['more.store.engine_median_ms']} ms; "
-              f"other processes {i('more.other_cpu_ms') / 1000:.1f} s CPU meanwhile* |")
+              f"other processes {max(0, i('more.other_cpu_ms')) / 1000:.1f} s CPU meanwhile* |")
     print()
     targets.append((f"burst: total ≤ 1.2× (bare median × {burst_n} / cores)", f"{total / 1000:.1f} s vs {ref / 1000:.1f} s = {total / ref:.2f}×",
                     verdict(total <= 1.2 * ref)))

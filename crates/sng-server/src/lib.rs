@@ -6,6 +6,7 @@ pub mod error;
 pub mod events;
 pub mod explain;
 mod keys;
+mod ops;
 pub mod platform;
 pub mod rollback;
 mod routes;

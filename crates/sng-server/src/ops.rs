@@ -1,0 +1,291 @@
+//! Operations on workspaces and runs: runs, logs, state versions, approve, cancel, refresh,
+//! speculative plans, and the platform's counters.
+
+use axum::extract::rejection::JsonRejection;
+use axum::extract::{Path, Query, State};
+use axum::response::IntoResponse;
+use axum::Json;
+use serde::Deserialize;
+use serde_json::{json, Value};
+use sng_api::{Kind, Object};
+use sng_store::{Role, StoreError};
+
+use crate::error::ApiError;
+use crate::routes::{blocking, is_production, list_body, AppState, Caller};
+
+#[derive(Deserialize, Default)]
+pub(crate) struct LogQuery {
+    /// Byte offset to start from (to follow a log).
+    #[serde(default)]
+    offset: u64,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub(crate) struct ApproveRequest {
+    plan_id: String,
+    /// The workspace name, re-typed, when a production tenant's plan destroys anything.
+    #[serde(default)]
+    confirm: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub(crate) struct PlanRequest {
+    items: Vec<Value>,
+}
+
+pub(crate) async fn list_runs(
+    State(st): State<AppState>,
+    caller: Caller,
+    Path((tenant, name)): Path<(String, String)>,
+) -> Result<Json<Value>, ApiError> {
+    caller.scope(&tenant)?;
+    let runs = blocking(&st, move |s| s.runs_of(&tenant, &name)).await?;
+    Ok(Json(list_body(
+        runs.into_iter()
+            .map(|r| serde_json::to_value(r).expect("json"))
+            .collect(),
+    )))
+}
+
+pub(crate) async fn get_run(
+    State(st): State<AppState>,
+    caller: Caller,
+    Path((tenant, id)): Path<(String, String)>,
+) -> Result<Json<Value>, ApiError> {
+    caller.scope(&tenant)?;
+    let i = id.clone();
+    let run = blocking(&st, move |s| s.run_get(&tenant, &i))
+        .await?
+        .ok_or_else(|| ApiError::not_found(format!("run `{id}` not found")))?;
+    Ok(Json(serde_json::to_value(run).expect("json")))
+}
+
+/// The masked log of a run, as text, from `?offset=`; the header `X-Sng-Run-Phase` says
+/// whether the run is still going.
+pub(crate) async fn get_log(
+    State(st): State<AppState>,
+    caller: Caller,
+    Path((tenant, id)): Path<(String, String)>,
+    Query(q): Query<LogQuery>,
+) -> Result<axum::response::Response, ApiError> {
+    caller.scope(&tenant)?;
+    let (t, i) = (tenant.clone(), id.clone());
+    let run = blocking(&st, move |s| s.run_get(&t, &i))
+        .await?
+        .ok_or_else(|| ApiError::not_found(format!("run `{id}` not found")))?;
+    let platform = st
+        .platform
+        .as_ref()
+        .ok_or_else(|| ApiError::not_found("no run logs on this server"))?;
+    let path = platform.logs_dir.join(&tenant).join(format!("{id}.log"));
+    let bytes = tokio::fs::read(&path).await.unwrap_or_default();
+    let from = (q.offset as usize).min(bytes.len());
+    let text = String::from_utf8_lossy(&bytes[from..]).into_owned();
+    Ok((
+        [
+            (
+                axum::http::header::CONTENT_TYPE,
+                "text/plain; charset=utf-8".to_string(),
+            ),
+            (
+                axum::http::HeaderName::from_static("x-sng-run-phase"),
+                run.phase.clone(),
+            ),
+            (
+                axum::http::HeaderName::from_static("x-sng-log-size"),
+                bytes.len().to_string(),
+            ),
+        ],
+        text,
+    )
+        .into_response())
+}
+
+/// Versions of the platform-held state (serial, lineage, md5, run), never the bodies.
+pub(crate) async fn state_versions(
+    State(st): State<AppState>,
+    caller: Caller,
+    Path((tenant, name)): Path<(String, String)>,
+) -> Result<Json<Value>, ApiError> {
+    caller.scope(&tenant)?;
+    let (versions, lock) = blocking(&st, move |s| {
+        Ok((
+            s.state_versions(&tenant, &name)?,
+            s.state_lock_info(&tenant, &name)?,
+        ))
+    })
+    .await?;
+    let lock = lock.map(|l| json!({"id": l.id, "who": l.who, "createdAt": l.created_at}));
+    Ok(Json(json!({"versions": versions, "lock": lock})))
+}
+
+/// Approve the plan awaiting approval; an id that is not that plan's is refused (409).
+pub(crate) async fn approve(
+    State(st): State<AppState>,
+    caller: Caller,
+    Path((tenant, name)): Path<(String, String)>,
+    body: Result<Json<ApproveRequest>, JsonRejection>,
+) -> Result<Json<Value>, ApiError> {
+    caller.require(&tenant, Role::Operator, "approving a plan")?;
+    let Json(req) = body.map_err(|e| ApiError::bad_request(e.body_text()))?;
+    let who = format!("token:{}", caller.0.token_id);
+    let (t, n) = (tenant.clone(), name.clone());
+    let destroys = blocking(&st, move |s| {
+        let destroys = match s.get(Kind::Workspace, &t, &n)? {
+            Some(Object::Workspace(ws)) => ws
+                .status
+                .and_then(|st| st.last_plan)
+                .map_or(0, |p| p.destroy),
+            _ => 0,
+        };
+        Ok(if is_production(s, &t) { destroys } else { 0 })
+    })
+    .await?;
+    if destroys > 0 && req.confirm.as_deref() != Some(name.as_str()) {
+        return Err(ApiError::confirmation_required(
+            &tenant,
+            &format!("the plan of workspace `{name}` destroys {destroys} resource(s)"),
+            &name,
+        ));
+    }
+    let n = name.clone();
+    let answer = blocking(&st, move |s| {
+        let Some(Object::Workspace(ws)) = s.get(Kind::Workspace, &tenant, &n)? else {
+            return Err(StoreError::not_found("Workspace", &n));
+        };
+        let status = ws.status.clone().unwrap_or_default();
+        let awaiting = status
+            .conditions
+            .iter()
+            .any(|c| c.type_ == "AwaitingApproval" && c.status == "True");
+        let current = status.last_plan.as_ref().map(|p| p.id.clone());
+        if !awaiting || current.as_deref() != Some(req.plan_id.as_str()) {
+            let hint = match (&current, awaiting) {
+                (Some(id), true) => format!("the plan awaiting approval is `{id}`"),
+                _ => "no plan awaits approval".to_string(),
+            };
+            return Err(StoreError::Conflict(format!(
+                "plan `{}` cannot be approved: {hint}",
+                req.plan_id
+            )));
+        }
+        s.approve(&tenant, &n, &req.plan_id, &who)?;
+        Ok(json!({"workspace": n, "planId": req.plan_id, "approvedBy": who}))
+    })
+    .await?;
+    if let Some(p) = &st.platform {
+        p.wake.notify_one();
+    }
+    Ok(Json(answer))
+}
+
+/// Cancel the active run of a workspace: the engine is interrupted, the run recorded Interrupted.
+pub(crate) async fn cancel_run(
+    State(st): State<AppState>,
+    caller: Caller,
+    Path((tenant, name)): Path<(String, String)>,
+) -> Result<Json<Value>, ApiError> {
+    caller.require(&tenant, Role::Operator, "cancelling a run")?;
+    let cancelled = st
+        .platform
+        .as_ref()
+        .is_some_and(|p| p.cancel(&tenant, &name, true));
+    if !cancelled {
+        return Err(ApiError::conflict(format!(
+            "workspace `{name}` has no active run"
+        )));
+    }
+    Ok(Json(json!({"workspace": name, "cancelled": true})))
+}
+
+/// Make the periodic refresh due now (`refresh` must be set): a drift check on demand.
+pub(crate) async fn refresh_now(
+    State(st): State<AppState>,
+    caller: Caller,
+    Path((tenant, name)): Path<(String, String)>,
+) -> Result<Json<Value>, ApiError> {
+    caller.require(&tenant, Role::Operator, "refreshing a workspace")?;
+    let n = name.clone();
+    blocking(&st, move |s| {
+        let Some(Object::Workspace(ws)) = s.get(Kind::Workspace, &tenant, &n)? else {
+            return Err(StoreError::not_found("Workspace", &n));
+        };
+        if ws.spec.refresh.is_none() {
+            return Err(StoreError::Invalid(format!(
+                "Workspace `{n}` has no spec.refresh; set one to detect drift"
+            )));
+        }
+        let mut status = ws.status.unwrap_or_default();
+        status.next_run_at = Some(sng_store::now_rfc3339());
+        s.update_status(
+            Kind::Workspace,
+            &tenant,
+            &n,
+            None,
+            &serde_json::to_value(&status).expect("json"),
+        )?;
+        Ok(())
+    })
+    .await?;
+    if let Some(p) = &st.platform {
+        p.wake.notify_one();
+    }
+    Ok(Json(json!({"workspace": name, "refresh": "due now"})))
+}
+
+/// Speculative plan of the workspaces of a manifest, as they would be after apply, against the
+/// current real state: nothing stored, no lock, nothing written.
+pub(crate) async fn speculative_plan(
+    State(st): State<AppState>,
+    caller: Caller,
+    Path(tenant): Path<String>,
+    body: Result<Json<PlanRequest>, JsonRejection>,
+) -> Result<Json<Value>, ApiError> {
+    caller.require(&tenant, Role::Operator, "planning")?;
+    let Json(req) = body.map_err(|e| ApiError::bad_request(e.body_text()))?;
+    let objects = sng_api::decode_all(&req.items).map_err(|errs| ApiError::invalid(&errs))?;
+    let platform = st
+        .platform
+        .clone()
+        .ok_or_else(|| ApiError::new_unavailable("no engine on this server: plans cannot run"))?;
+    let mut results = Vec::new();
+    for obj in objects {
+        let Object::Workspace(mut ws) = obj else {
+            continue;
+        };
+        ws.spec.apply_defaults();
+        let (t, n) = (tenant.clone(), ws.metadata.name.clone());
+        if let Some(Object::Workspace(stored)) =
+            blocking(&st, move |s| s.get(Kind::Workspace, &t, &n)).await?
+        {
+            ws.metadata = stored.metadata;
+        }
+        let name = ws.metadata.name.clone();
+        match crate::platform::speculative::plan(&platform, &tenant, ws).await {
+            Ok(v) => results.push(v),
+            Err(m) => results.push(json!({"workspace": name, "error": m})),
+        }
+    }
+    Ok(Json(json!({"items": results})))
+}
+
+/// Counters of the reconciler (platform admin).
+pub(crate) async fn stats(
+    State(st): State<AppState>,
+    caller: Caller,
+) -> Result<Json<Value>, ApiError> {
+    caller.platform_admin("reading the platform's counters")?;
+    use std::sync::atomic::Ordering::Relaxed;
+    Ok(Json(match &st.platform {
+        Some(p) => json!({
+            "reconcilePasses": p.stats.passes.load(Relaxed),
+            "runsStarted": p.stats.runs_started.load(Relaxed),
+            "runsActive": p.running(),
+        }),
+        None => {
+            json!({"reconcilePasses": 0, "runsStarted": 0, "runsActive": 0, "engine": "unavailable"})
+        }
+    }))
+}
