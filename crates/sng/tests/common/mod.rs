@@ -28,8 +28,12 @@ pub struct Server {
 }
 
 impl Server {
+    /// A server without an engine (no run ever starts, whatever the machine has on PATH).
     pub fn start(dir: &Path) -> Server {
-        Self::start_with(dir, &[])
+        Self::start_with(
+            dir,
+            &["--engine", "/nonexistent/engine-disabled-in-this-test"],
+        )
     }
 
     pub fn start_with(dir: &Path, extra: &[&str]) -> Server {
