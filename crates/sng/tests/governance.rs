@@ -4,131 +4,16 @@
 
 mod common;
 
-use std::collections::HashMap;
-use std::io::{BufRead as _, BufReader, Read as _, Write as _};
-use std::net::{TcpListener, TcpStream};
 use std::path::Path;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use common::receiver::*;
 use common::*;
-use hmac::{Hmac, Mac as _};
 use serde_json::Value;
 use sng_oci::testing::TestRegistry;
 
 const HMAC_KEY: &str = "gov-hmac-key-77aa";
 const CANARY: &str = "CANARY-gov-secret-4242";
-
-/// One request seen by a receiver.
-#[derive(Clone, Debug)]
-struct Hit {
-    headers: HashMap<String, String>,
-    body: Vec<u8>,
-    answered: u16,
-}
-
-impl Hit {
-    fn json(&self) -> Value {
-        serde_json::from_slice(&self.body).unwrap()
-    }
-
-    fn ok(&self) -> bool {
-        (200..300).contains(&self.answered)
-    }
-}
-
-#[derive(Default)]
-struct Behaviour {
-    /// Answer 500 to this many requests first.
-    fail_next: usize,
-    /// Answer 503 to everything.
-    down: bool,
-    hits: Vec<Hit>,
-}
-
-/// A small HTTP receiver on 127.0.0.1, one request per connection.
-struct Receiver {
-    url: String,
-    state: Arc<Mutex<Behaviour>>,
-}
-
-impl Receiver {
-    fn start(behaviour: Behaviour) -> Receiver {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let url = format!("http://{}/hook", listener.local_addr().unwrap());
-        let state = Arc::new(Mutex::new(behaviour));
-        let st = state.clone();
-        std::thread::spawn(move || {
-            for stream in listener.incoming() {
-                let Ok(stream) = stream else { continue };
-                let _ = serve(stream, &st);
-            }
-        });
-        Receiver { url, state }
-    }
-
-    fn hits(&self) -> Vec<Hit> {
-        self.state.lock().unwrap().hits.clone()
-    }
-
-    fn delivered(&self) -> Vec<Hit> {
-        self.hits().into_iter().filter(Hit::ok).collect()
-    }
-}
-
-fn serve(stream: TcpStream, state: &Mutex<Behaviour>) -> std::io::Result<()> {
-    stream.set_read_timeout(Some(Duration::from_secs(5)))?;
-    let mut reader = BufReader::new(stream.try_clone()?);
-    let mut line = String::new();
-    reader.read_line(&mut line)?;
-    assert!(line.starts_with("POST /hook "), "request line: {line}");
-    let mut headers = HashMap::new();
-    loop {
-        line.clear();
-        reader.read_line(&mut line)?;
-        let l = line.trim_end();
-        if l.is_empty() {
-            break;
-        }
-        let (k, v) = l.split_once(':').unwrap();
-        headers.insert(k.trim().to_ascii_lowercase(), v.trim().to_string());
-    }
-    let len: usize = headers
-        .get("content-length")
-        .map_or(0, |v| v.parse().unwrap());
-    let mut body = vec![0; len];
-    reader.read_exact(&mut body)?;
-    let answered = {
-        let mut st = state.lock().unwrap();
-        let code = if st.down {
-            503
-        } else if st.fail_next > 0 {
-            st.fail_next -= 1;
-            500
-        } else {
-            200
-        };
-        st.hits.push(Hit {
-            headers,
-            body,
-            answered: code,
-        });
-        code
-    };
-    let mut stream = stream;
-    write!(
-        stream,
-        "HTTP/1.1 {answered} X\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
-    )?;
-    stream.flush()
-}
-
-/// `sha256=<hex>` of the body with the key, computed here.
-fn expected_signature(key: &str, body: &[u8]) -> String {
-    let mut mac = Hmac::<sha2::Sha256>::new_from_slice(key.as_bytes()).unwrap();
-    mac.update(body);
-    format!("sha256={}", hex::encode(mac.finalize().into_bytes()))
-}
 
 const MODULE: &str = "terraform {\n  required_providers {\n    file = { source = \"example.com/sng/file\" }\n  }\n}\nvariable \"name\" {\n  type = string\n}\nvariable \"token\" {\n  type      = string\n  sensitive = true\n}\nresource \"file_document\" \"f\" {\n  path    = var.name\n  content = \"hello\"\n  secret  = var.token\n}\n";
 

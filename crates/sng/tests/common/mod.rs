@@ -1,6 +1,8 @@
 //! Test harness: a real `sng server` process, the `sng` CLI, waits on conditions.
 #![allow(dead_code)]
 
+pub mod receiver;
+
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
