@@ -21,6 +21,8 @@ pub struct Snapshot {
     pub graph: Graph,
     /// Workspace → the members of the cycle it is in.
     pub cycle_of: BTreeMap<String, Vec<String>>,
+    /// Workspace → the workspaces citing it (built once: a pass stays linear).
+    pub children_of: BTreeMap<String, Vec<String>>,
 }
 
 /// Parents of a workspace: `dependsOn`, `varsFrom[].workspaceOutputRef`, `imports[].idFrom.workspaceOutputRef`.
@@ -63,10 +65,20 @@ impl Snapshot {
                 cycle_of.insert(m.clone(), members.clone());
             }
         }
+        let mut children_of: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for (child, parents) in &graph {
+            for p in parents {
+                children_of
+                    .entry(p.clone())
+                    .or_default()
+                    .push(child.clone());
+            }
+        }
         Ok(Snapshot {
             workspaces,
             graph,
             cycle_of,
+            children_of,
         })
     }
 }
@@ -204,10 +216,7 @@ pub fn observe(
             outputs_hash: parent.and_then(|p| outputs_hash(store, tenant, p)),
         });
     }
-    let children: Vec<String> = dag::children(&snap.graph, name)
-        .into_iter()
-        .filter(|c| snap.workspaces.contains_key(c))
-        .collect();
+    let children: Vec<String> = snap.children_of.get(name).cloned().unwrap_or_default();
     let (inputs, problem) = match gather(store, tenant, ws) {
         Ok(i) => (Some(i), None),
         Err(InputError::SecretNotFound(m)) => (None, Some(("SecretNotFound".to_string(), m))),
