@@ -4,6 +4,7 @@
 
 pub mod engine;
 pub mod exec;
+pub mod initcache;
 pub mod limits;
 pub mod module;
 pub mod run;

@@ -84,6 +84,9 @@ pub struct RunConfig {
     pub engine_log: Option<String>,
     /// Keep run directories (debugging).
     pub keep_run_dirs: bool,
+    /// Where initialised directories are kept for reuse ([`crate::initcache`]); `None`: every
+    /// run starts `init`.
+    pub init_cache: Option<PathBuf>,
 }
 
 /// Everything one run needs.
@@ -212,6 +215,32 @@ fn failure_message(step: &str, o: &StepOutcome) -> String {
     }
 }
 
+/// Keep what `init` wrote for the next identical run.
+fn keep_init(reuse: &Option<(crate::initcache::InitCache, String)>, work: &Path) {
+    if let Some((c, key)) = reuse {
+        if let Err(e) = c.store(key, work) {
+            tracing::warn!(error = %e, "cannot keep the initialised directory");
+        }
+    }
+}
+
+/// The engine asks for `init` (backend, modules or providers not initialised as configured).
+fn needs_init(o: &StepOutcome) -> bool {
+    const ASKS_FOR_INIT: &[&str] = &[
+        "init",
+        "initialization required",
+        "module not installed",
+        "backend configuration changed",
+        "inconsistent dependency lock file",
+        "required plugins are not installed",
+        "missing required provider",
+    ];
+    o.errors.iter().any(|e| {
+        let e = e.to_ascii_lowercase();
+        ASKS_FOR_INIT.iter().any(|m| e.contains(m))
+    })
+}
+
 fn is_lock_error(o: &StepOutcome) -> bool {
     o.errors.iter().any(|e| {
         e.contains("Error acquiring the state lock") || e.contains("acquiring the state lock")
@@ -318,10 +347,20 @@ async fn run_in(
     if let Some(level) = &cfg.engine_log {
         env.push(("TF_LOG".into(), level.clone()));
     }
+    env.extend(crate::workdir::backend_env(&input.backend));
     if let Some(p) = &input.backend_password {
         env.push(("TF_HTTP_PASSWORD".into(), p.clone()));
     }
     env.extend(input.env.iter().cloned());
+    // An identical directory was initialised before: reuse it instead of starting `init`.
+    let reuse = cfg.init_cache.as_ref().and_then(|root| {
+        let cli = std::fs::read_to_string(&rd.cli_config).unwrap_or_default();
+        let engine = cfg.engine.path.display().to_string();
+        let plugins = cache.display().to_string();
+        let context = [engine.as_str(), cfg.engine.version.as_str(), &cli, &plugins];
+        let key = crate::initcache::key(&rd.work, &context).ok()?;
+        Some((crate::initcache::InitCache::new(root, &input.tenant), key))
+    });
     if !cfg.sandbox.isolated() {
         log.line("sng: warning: bubblewrap not found; the engine runs without a sandbox")
             .await;
@@ -401,9 +440,24 @@ async fn run_in(
         }};
     }
 
-    let init = run!("init", args(&["init", "-input=false", "-no-color"]), false);
-    if init.code != Some(0) {
-        return RunResult::Failed(failure_message("init", &init));
+    let init_args = args(&["init", "-input=false", "-no-color"]);
+    let mut reused = false;
+    match &reuse {
+        Some((c, key)) if c.restore(key, &rd.work) => {
+            reused = true;
+            log.line(
+                "==> sng: init: reusing the initialised directory of an identical earlier run",
+            )
+            .await;
+            out.steps.push(("init-reused".into(), 0));
+        }
+        _ => {
+            let init = run!("init", init_args.clone(), false);
+            if init.code != Some(0) {
+                return RunResult::Failed(failure_message("init", &init));
+            }
+            keep_init(&reuse, &rd.work);
+        }
     }
     let mut plan_args = args(&[
         "plan",
@@ -418,7 +472,28 @@ async fn run_in(
     if input.operation == Operation::Destroy {
         plan_args.push("-destroy".into());
     }
-    let plan = run!("plan", plan_args, false);
+    let mut plan = run!("plan", plan_args.clone(), false);
+    if plan.code != Some(0) && reused && needs_init(&plan) {
+        // The reused directory does not fit after all: forget it, initialise, plan again.
+        if let Some((c, key)) = &reuse {
+            c.drop_entry(key);
+        }
+        log.line("sng: the reused directory needs init; running init")
+            .await;
+        // Back to the directory as assembled: no `.terraform`, the module's own lock file.
+        let _ = std::fs::remove_dir_all(rd.work.join(".terraform"));
+        let lock = ".terraform.lock.hcl";
+        let _ = std::fs::remove_file(rd.work.join(lock));
+        if input.module_dir.join(lock).is_file() {
+            let _ = std::fs::copy(input.module_dir.join(lock), rd.work.join(lock));
+        }
+        let init = run!("init", init_args, false);
+        if init.code != Some(0) {
+            return RunResult::Failed(failure_message("init", &init));
+        }
+        keep_init(&reuse, &rd.work);
+        plan = run!("plan", plan_args, false);
+    }
     if plan.code != Some(0) {
         if is_lock_error(&plan) {
             if let (Some(id), Some(who)) = plan.lock_info.clone() {

@@ -10,20 +10,33 @@ use serde_json::{json, Map, Value};
 use crate::module::ModuleInfo;
 use crate::run::{Backend, ProviderBlock};
 
-/// `sng_backend_override.tf.json`: replaces whatever backend the module declares.
+/// `sng_backend_override.tf.json`: replaces whatever backend the module declares. For the
+/// platform's `http` backend the file is the same for every workspace: the address and the user
+/// go in the environment ([`backend_env`]), so that an initialised directory can be reused
+/// (see [`crate::initcache`]).
 pub fn backend_override(backend: &Backend) -> Value {
     match backend {
-        Backend::Http { address, username } => json!({"terraform": {"backend": {"http": {
-            "address": address,
-            "lock_address": format!("{address}/lock"),
-            "unlock_address": format!("{address}/lock"),
+        Backend::Http { .. } => json!({"terraform": {"backend": {"http": {
             "lock_method": "LOCK",
             "unlock_method": "UNLOCK",
-            "username": username,
             "retry_max": 2,
         }}}}),
         Backend::S3 { config, .. } => json!({"terraform": {"backend": {"s3": config}}}),
         Backend::Local { path } => json!({"terraform": {"backend": {"local": {"path": path}}}}),
+    }
+}
+
+/// The environment that completes [`backend_override`]: `TF_HTTP_ADDRESS`, the lock addresses and
+/// `TF_HTTP_USERNAME` for the `http` backend (the password is added by the run).
+pub fn backend_env(backend: &Backend) -> Vec<(String, String)> {
+    match backend {
+        Backend::Http { address, username } => vec![
+            ("TF_HTTP_ADDRESS".into(), address.clone()),
+            ("TF_HTTP_LOCK_ADDRESS".into(), format!("{address}/lock")),
+            ("TF_HTTP_UNLOCK_ADDRESS".into(), format!("{address}/lock")),
+            ("TF_HTTP_USERNAME".into(), username.clone()),
+        ],
+        Backend::S3 { .. } | Backend::Local { .. } => vec![],
     }
 }
 
@@ -105,15 +118,23 @@ pub fn cli_config(mirror: Option<&Path>) -> String {
 
 /// Copy a module tree (regular files and directories only).
 pub fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
+    copy_tree_with(from, to, false)
+}
+
+/// Copy a tree; with `keep_links`, symbolic links are copied as links (an initialised
+/// `.terraform` links its providers into the plugin cache).
+pub fn copy_tree_with(from: &Path, to: &Path, keep_links: bool) -> std::io::Result<()> {
     std::fs::create_dir_all(to)?;
     for entry in std::fs::read_dir(from)? {
         let entry = entry?;
         let ft = entry.file_type()?;
         let dest = to.join(entry.file_name());
         if ft.is_dir() {
-            copy_tree(&entry.path(), &dest)?;
+            copy_tree_with(&entry.path(), &dest, keep_links)?;
         } else if ft.is_file() {
             std::fs::copy(entry.path(), &dest)?;
+        } else if ft.is_symlink() && keep_links {
+            std::os::unix::fs::symlink(std::fs::read_link(entry.path())?, &dest)?;
         }
     }
     Ok(())
@@ -247,15 +268,25 @@ mod tests {
             address: "http://h/state/v1/t/w".into(),
             username: "run-1".into(),
         });
-        assert_eq!(
-            b["terraform"]["backend"]["http"]["lock_address"],
-            "http://h/state/v1/t/w/lock"
-        );
         assert_eq!(b["terraform"]["backend"]["http"]["lock_method"], "LOCK");
         assert!(
-            b.to_string().find("password").is_none(),
-            "the token goes through TF_HTTP_PASSWORD, never a file"
+            !b.to_string().contains("password") && !b.to_string().contains("http://h"),
+            "the token goes through TF_HTTP_PASSWORD, the address through TF_HTTP_ADDRESS: {b}"
         );
+        let same = backend_override(&Backend::Http {
+            address: "http://h/state/v1/u/v".into(),
+            username: "run-2".into(),
+        });
+        assert_eq!(b, same, "one file for every workspace");
+        let env = backend_env(&Backend::Http {
+            address: "http://h/state/v1/t/w".into(),
+            username: "run-1".into(),
+        });
+        assert!(env.contains(&(
+            "TF_HTTP_LOCK_ADDRESS".into(),
+            "http://h/state/v1/t/w/lock".into()
+        )));
+        assert!(env.contains(&("TF_HTTP_USERNAME".into(), "run-1".into())));
         assert_eq!(imports_file(&[]), None);
         assert_eq!(
             imports_file(&[("a.b".into(), "i-1".into())]),

@@ -33,6 +33,7 @@ fn config(engine: Engine, dir: &Path) -> RunConfig {
         grace: Duration::from_secs(10),
         engine_log: None,
         keep_run_dirs: false,
+        init_cache: None,
     }
 }
 
@@ -223,4 +224,85 @@ async fn the_memory_limit_is_enforced_where_the_machine_allows() {
         RunResult::Failed(msg) => assert!(msg.contains("memory limit"), "{msg}"),
         other => panic!("an engine in 8 MiB must fail: {other:?}\n{log}"),
     }
+}
+
+#[tokio::test]
+async fn an_identical_directory_reuses_init_and_falls_back_when_it_does_not_fit() {
+    let Some(engine) = engine() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg = config(engine, dir.path());
+    let cache_root = dir.path().join("init-cache");
+    cfg.init_cache = Some(cache_root.clone());
+    let m = module(dir.path(), "resource \"terraform_data\" \"a\" { input = var.x }\nvariable \"x\" {}\noutput \"x\" { value = terraform_data.a.output }\n");
+    let run = |id: &str, x: &str, op| {
+        let mut i = input(dir.path(), m.clone(), id, op);
+        i.vars.insert("x".into(), json!(x));
+        i
+    };
+    let names = |o: &sng_runner::RunOutput| -> Vec<String> {
+        o.steps.iter().map(|(s, _)| s.clone()).collect()
+    };
+
+    let first = execute(
+        &cfg,
+        run("r1", "one", Operation::Apply),
+        CancellationToken::new(),
+    )
+    .await;
+    assert_eq!(first.result, RunResult::Succeeded, "{:?}", first.result);
+    assert_eq!(names(&first), ["init", "plan", "show", "apply", "output"]);
+
+    // Different variables, same directory otherwise: no init process, and the run is right.
+    let second = execute(
+        &cfg,
+        run("r2", "two", Operation::Apply),
+        CancellationToken::new(),
+    )
+    .await;
+    assert_eq!(second.result, RunResult::Succeeded, "{:?}", second.result);
+    assert_eq!(
+        names(&second),
+        ["init-reused", "plan", "show", "apply", "output"]
+    );
+    assert_eq!(second.plan.unwrap().counts.change, 1);
+    assert_eq!(second.outputs.unwrap()["x"]["value"], "two");
+    let log = std::fs::read_to_string(dir.path().join("logs/r2.log")).unwrap();
+    assert!(log.contains("reusing the initialised directory"), "{log}");
+
+    // An entry that no longer fits (here: it records another backend): the engine asks
+    // for init, the run drops the entry, initialises and plans again.
+    let tenant_dir = cache_root.join("default");
+    let entry = std::fs::read_dir(&tenant_dir)
+        .unwrap()
+        .flatten()
+        .find(|e| !e.file_name().to_string_lossy().starts_with('.'))
+        .expect("one entry")
+        .path();
+    let backend_file = entry.join(".terraform/terraform.tfstate");
+    let mut b: Value = serde_json::from_slice(&std::fs::read(&backend_file).unwrap()).unwrap();
+    b["backend"]["type"] = json!("http");
+    b["backend"]["config"] = json!({"address": "http://127.0.0.1:9/x"});
+    b["backend"]["hash"] = json!(12345);
+    std::fs::write(&backend_file, serde_json::to_vec(&b).unwrap()).unwrap();
+    let third = execute(
+        &cfg,
+        run("r3", "two", Operation::Plan),
+        CancellationToken::new(),
+    )
+    .await;
+    assert_eq!(third.result, RunResult::Succeeded, "{:?}", third.result);
+    assert_eq!(
+        names(&third),
+        ["init-reused", "plan", "init", "plan", "show"]
+    );
+    assert_eq!(third.plan.unwrap().counts.change, 0);
+    // The entry was replaced by the fresh init's.
+    let fourth = execute(
+        &cfg,
+        run("r4", "two", Operation::Plan),
+        CancellationToken::new(),
+    )
+    .await;
+    assert_eq!(fourth.result, RunResult::Succeeded, "{:?}", fourth.result);
+    assert_eq!(names(&fourth), ["init-reused", "plan", "show"]);
 }

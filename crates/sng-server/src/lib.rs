@@ -267,6 +267,7 @@ fn start_platform(
         grace: std::time::Duration::from_secs(20),
         engine_log: config.engine_log.clone(),
         keep_run_dirs: false,
+        init_cache: Some(data.join("init-cache")),
     };
     let platform = Arc::new(platform::Platform {
         store,

@@ -139,6 +139,75 @@ fn a_run_end_to_end_publishes_outputs_and_keeps_the_state() {
     );
 }
 
+/// Two workspaces of one module: the second reuses the directory the first initialised (one
+/// engine process less), yet each reads and writes only its own state.
+#[test]
+fn workspaces_of_one_module_share_init_but_never_state() {
+    let reg = TestRegistry::start().unwrap();
+    push_module(&reg, "pet", "acme/pet", "1.0.0", None);
+    let data = tempfile::tempdir().unwrap();
+    let files = tempfile::tempdir().unwrap();
+    let server = Server::start_runs(data.path(), &registry_addr(&reg), &[]);
+    for (name, prefix) in [("pet-a", "alpha"), ("pet-b", "beta")] {
+        let manifest = pet(&reg.source("acme/pet"), "1.0.0", prefix)
+            .replace("name: pet\n", &format!("name: {name}\n"));
+        let file = write(files.path(), &format!("{name}.yaml"), &manifest);
+        ok(server.sng(&["apply", "-f", &file]));
+        ok(server.sng(&[
+            "wait",
+            "workspace",
+            name,
+            "--for",
+            "condition=Ready",
+            "--timeout",
+            "3m",
+        ]));
+    }
+    let steps = |name: &str| -> Vec<String> {
+        let runs = server.api(&format!("/tenants/default/workspaces/{name}/runs"));
+        runs["items"][0]["steps"]
+            .as_array()
+            .unwrap_or_else(|| panic!("no steps in {runs}"))
+            .iter()
+            .map(|s| {
+                s[0].as_str()
+                    .or(s["name"].as_str())
+                    .unwrap_or_default()
+                    .to_string()
+            })
+            .collect()
+    };
+    assert_eq!(steps("pet-a").first().map(String::as_str), Some("init"));
+    assert_eq!(
+        steps("pet-b").first().map(String::as_str),
+        Some("init-reused"),
+        "the second workspace of the module starts no init"
+    );
+    assert_eq!(
+        secret_value(&server, "pet-a-outputs", "name"),
+        "alpha-pet0-pet1"
+    );
+    assert_eq!(
+        secret_value(&server, "pet-b-outputs", "name"),
+        "beta-pet0-pet1"
+    );
+    for name in ["pet-a", "pet-b"] {
+        let state = server.api(&format!("/tenants/default/workspaces/{name}/state"));
+        let versions = state["versions"].as_array().unwrap();
+        assert_eq!(versions.len(), 1, "{name} has only its own state: {state}");
+        let run = &server.api(&format!("/tenants/default/workspaces/{name}/runs"))["items"][0];
+        assert_eq!(versions[0]["runId"], run["id"], "{name}");
+        assert!(state["lock"].is_null());
+    }
+    let log = ok(server.sng(&[
+        "logs",
+        server.api("/tenants/default/workspaces/pet-b/runs")["items"][0]["id"]
+            .as_str()
+            .unwrap(),
+    ]));
+    assert!(log.contains("reusing the initialised directory"), "{log}");
+}
+
 /// Lock the workspace's state as a third party would (a person with a token), through the http backend.
 fn lock_as_someone_else(server: &Server, ws: &str, id: &str) -> reqwest::StatusCode {
     let info = json!({"ID": id, "Operation": "OperationTypeApply", "Info": "", "Who": "alice@laptop", "Version": "1.10.0", "Created": "2026-01-01T00:00:00Z", "Path": ""});
