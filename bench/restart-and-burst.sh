@@ -366,6 +366,8 @@ for r in rows:
 print(f"{key}.runs\t{len(rows)}")
 print(f"{key}.phases\t" + ",".join(f"{k}={v}" for k, v in sorted(phases.items())))
 steps = [sum(ms for _, ms in r.get("steps", [])) for r in rows if r["phase"] == "Succeeded"]
+reused = sum(1 for r in rows if any(n == "init-reused" for n, _ in r.get("steps", [])))
+print(f"{key}.init_reused\t{reused}")
 if steps:
     print(f"{key}.engine_sum_ms\t{sum(steps)}")
     print(f"{key}.engine_median_ms\t{statistics.median(steps):.0f}")
@@ -735,7 +737,7 @@ if do_burst:
               f"{i('burst.run_wall_sum_ms') / cores / 1000:.1f} s |")
     print(f"| engine steps sng recorded per run, median (init, plan, show, apply; no output process) | {r['burst.store.engine_median_ms']} ms "
           f"({r['burst.store.step_init_median_ms']}, {r['burst.store.step_plan_median_ms']}, {r['burst.store.step_show_median_ms']}, {r['burst.store.step_apply_median_ms']}) |")
-    print(f"| runs in the store | {r['burst.store.runs']} ({r['burst.store.phases']}) |")
+    print(f"| runs in the store; of which reused an initialised directory (no `init` process) | {r['burst.store.runs']} ({r['burst.store.phases']}); {r.get('burst.store.init_reused', '?')} |")
     print(f"| reconcile passes during the burst | {i('burst.after.reconcilePasses') - i('burst.before.reconcilePasses')} |")
     print(f"| CPU: server, bwrap and engines / the server process alone | {cpu('burst.all_cpu_ms', burst_n)} / "
           f"{i('burst.server_cpu_ms') / burst_n:.0f} ms per run ({i('burst.server_cpu_ms') / 1000:.1f} s in all) |")

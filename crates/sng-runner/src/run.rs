@@ -129,6 +129,11 @@ pub struct RunInput {
     pub outputs_source: Option<OutputsSource>,
     /// `spec.resources.limits`, enforced with control groups where the machine allows it.
     pub limits: crate::limits::Limits,
+    /// Runs known to be dead (cut by a server stop) whose state lock may still be held in a
+    /// backend the platform does not hold (S3). A plan that finds the lock held by one of them
+    /// (its holder is `user@sng-<run id>`, the sandbox's host name) releases it with
+    /// `force-unlock` and plans again; a lock held by anyone else is left alone (`StateLocked`).
+    pub stale_lock_runs: Vec<String>,
     /// Told each step as it starts (`init`, `plan`, `show`, `apply`, `output`) and the plan
     /// once summarised.
     pub progress: Option<ProgressFn>,
@@ -213,6 +218,24 @@ fn failure_message(step: &str, o: &StepOutcome) -> String {
     } else {
         format!("{step} failed: {}", o.errors.join("; "))
     }
+}
+
+/// The host name of a run's sandbox: `sng-<run id>` (at most 64 bytes).
+pub fn sandbox_hostname(run_id: &str) -> String {
+    let mut h = format!("sng-{run_id}");
+    h.truncate(64);
+    h
+}
+
+/// The lock a failed step met, when its holder is one of `dead` runs: (lock id, run id).
+fn stale_lock(o: &StepOutcome, dead: &[String]) -> Option<(String, String)> {
+    let (Some(id), Some(who)) = &o.lock_info else {
+        return None;
+    };
+    let host = who.rsplit_once('@')?.1;
+    dead.iter()
+        .find(|r| host == sandbox_hostname(r))
+        .map(|r| (id.clone(), r.clone()))
 }
 
 /// Keep what `init` wrote for the next identical run.
@@ -392,6 +415,7 @@ async fn run_in(
             writable.push(parent);
         }
     }
+    let hostname = sandbox_hostname(&input.run_id);
     let step = |a: Vec<String>| {
         cfg.sandbox.command(
             &cfg.engine.path,
@@ -400,6 +424,7 @@ async fn run_in(
             &env,
             &engine_root,
             &writable,
+            Some(&hostname),
         )
     };
 
@@ -492,7 +517,24 @@ async fn run_in(
             return RunResult::Failed(failure_message("init", &init));
         }
         keep_init(&reuse, &rd.work);
-        plan = run!("plan", plan_args, false);
+        plan = run!("plan", plan_args.clone(), false);
+    }
+    if plan.code != Some(0) && is_lock_error(&plan) {
+        if let Some((lock_id, run)) = stale_lock(&plan, &input.stale_lock_runs) {
+            log.line(&format!(
+                "sng: the state lock {lock_id} was left by run {run}, cut by a server stop; releasing it"
+            ))
+            .await;
+            let unlock = run!(
+                "force-unlock",
+                args(&["force-unlock", "-force", "-no-color", &lock_id]),
+                false
+            );
+            if unlock.code != Some(0) {
+                return RunResult::Failed(failure_message("force-unlock", &unlock));
+            }
+            plan = run!("plan", plan_args.clone(), false);
+        }
     }
     if plan.code != Some(0) {
         if is_lock_error(&plan) {
@@ -591,5 +633,39 @@ async fn run_in(
             RunResult::Succeeded
         }
         Err(_) => RunResult::Failed("output -json printed something that is not JSON".into()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_locks_of_dead_runs_are_stale() {
+        let dead = vec!["run-aaa".to_string(), "run-bbb".to_string()];
+        let outcome = |id: Option<&str>, who: Option<&str>| StepOutcome {
+            lock_info: (id.map(str::to_string), who.map(str::to_string)),
+            ..Default::default()
+        };
+        let table = [
+            (
+                Some("L1"),
+                Some("root@sng-run-bbb"),
+                Some(("L1", "run-bbb")),
+            ),
+            (Some("L1"), Some("alice@laptop"), None),
+            (Some("L1"), Some("root@sng-run-ccc"), None),
+            (Some("L1"), Some("root@sng-run-bbbb"), None),
+            (Some("L1"), Some("sng-run-aaa"), None),
+            (None, Some("root@sng-run-aaa"), None),
+            (Some("L1"), None, None),
+        ];
+        for (id, who, want) in table {
+            let got = stale_lock(&outcome(id, who), &dead);
+            let want = want.map(|(l, r)| (l.to_string(), r.to_string()));
+            assert_eq!(got, want, "{id:?} {who:?}");
+        }
+        assert_eq!(sandbox_hostname("run-1"), "sng-run-1");
+        assert_eq!(sandbox_hostname(&"x".repeat(100)).len(), 64);
     }
 }

@@ -50,6 +50,9 @@ impl Sandbox {
 
     /// The command running `program args` in `cwd`, with exactly `env`.
     /// `engine_root` (read-only) and `writable` paths are visible at their own paths.
+    /// `hostname` names the sandbox (the engine writes `user@hostname` as the holder of the
+    /// state locks it takes; without bubblewrap the machine's name stays).
+    #[allow(clippy::too_many_arguments)]
     pub fn command(
         &self,
         program: &Path,
@@ -58,6 +61,7 @@ impl Sandbox {
         env: &[(String, String)],
         engine_root: &Path,
         writable: &[&Path],
+        hostname: Option<&str>,
     ) -> Command {
         let Some(bwrap) = &self.bwrap else {
             let mut cmd = Command::new(program);
@@ -106,6 +110,9 @@ impl Sandbox {
         }
         // Network stays shared: the state backend, registries and providers' APIs are reached over it.
         push(&["--unshare-all", "--share-net", "--die-with-parent"]);
+        if let Some(h) = hostname {
+            push(&["--hostname", h]);
+        }
         push(&["--chdir", &cwd.display().to_string(), "--"]);
         a.push(program.display().to_string());
         a.extend(args.iter().cloned());

@@ -61,6 +61,7 @@ fn input(dir: &Path, module_dir: PathBuf, run_id: &str, op: Operation) -> RunInp
         secrets: vec![],
         log_path: dir.join("logs").join(format!("{run_id}.log")),
         progress: None,
+        stale_lock_runs: vec![],
         limits: Default::default(),
         expected_plan_hash: None,
         no_lock: false,

@@ -507,3 +507,102 @@ fn the_credentials_never_appear_in_logs_status_or_runs() {
         assert!(!everything.contains(canary), "`{canary}` leaked");
     }
 }
+
+/// kill -9 of the server while a run holds the bucket's lock file: the engine dies with it and
+/// the lock stays in the bucket. The platform knows that run is dead (its holder is
+/// `user@sng-<run id>`, the sandbox's host name): the next run releases the lock with
+/// `force-unlock` and applies, instead of failing `StateLocked` forever.
+#[test]
+fn a_lock_file_left_by_a_run_cut_by_kill_9_is_released_by_the_next_run() {
+    let moto = Moto::start();
+    let reg = TestRegistry::start().unwrap();
+    let files = tempfile::tempdir().unwrap();
+    let module = files.path().join("slow");
+    std::fs::create_dir_all(&module).unwrap();
+    std::fs::write(
+        module.join("main.tf"),
+        "variable \"seconds\" { type = number }\nresource \"terraform_data\" \"slow\" {\n  input = var.seconds\n  provisioner \"local-exec\" {\n    command = \"sleep ${var.seconds}\"\n  }\n}\n",
+    )
+    .unwrap();
+    push_dir(&reg, &module, "acme/slow", "1", None);
+    let data = tempfile::tempdir().unwrap();
+    let mut server = Server::start_runs(data.path(), &registry_addr(&reg), &[]);
+    let manifest = |seconds: u32| {
+        format!(
+            "apiVersion: tofu.stackngo.io/v1alpha1\nkind: Workspace\nmetadata:\n  name: slow\nspec:\n  module:\n    source: {}\n    tag: \"1\"\n  vars:\n    seconds: {seconds}\n  backend:\n    s3:\n      endpoint: {}\n      region: {REGION}\n      bucket: {BUCKET}\n      credentialsSecretRef: {{name: s3-creds}}\n      lockfile: true\n",
+            reg.source("acme/slow"),
+            moto.endpoint
+        )
+    };
+    let file = write(
+        files.path(),
+        "slow.yaml",
+        &(creds_secret("s3-creds") + "---\n" + &manifest(300)),
+    );
+    ok(server.sng(&["apply", "-f", &file]));
+    let key = "sng/default/slow.tfstate.tflock";
+    let lock: Value = wait_for("the lock file", Duration::from_secs(120), || {
+        let ws = server.workspace("slow");
+        if condition(&ws, "Applying").0 != "True" {
+            return None;
+        }
+        serde_json::from_str(&moto.get(key)?).ok()
+    });
+    let runs = server.api("/tenants/default/workspaces/slow/runs");
+    let cut_id = runs["items"][0]["id"].as_str().unwrap().to_string();
+    assert_eq!(
+        lock["Who"].as_str().unwrap().rsplit_once('@').unwrap().1,
+        format!("sng-{cut_id}"),
+        "the holder names the run: {lock}"
+    );
+
+    let mut child = server.child.take().unwrap();
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    assert!(
+        moto.get(key).is_some(),
+        "the engine died with the server: its lock file is still in the bucket"
+    );
+
+    // The restart re-runs generation 1 (300 s of sleep) at once: the deadline cuts that run
+    // cleanly (the engine releases its lock), then generation 2 applies.
+    let server = Server::start_runs(data.path(), &registry_addr(&reg), &["--run-timeout", "15s"]);
+    let file = write(files.path(), "slow.yaml", &manifest(0));
+    ok(server.sng(&["apply", "-f", &file]));
+    let ws = settled_at(&server, "slow", 2);
+    let st = &ws["status"];
+    assert_eq!(st["lastApply"]["result"], "Succeeded", "{st}");
+    assert_eq!(condition(&ws, "Ready").0, "True", "{st}");
+    assert!(moto.get(key).is_none(), "no lock left in the bucket");
+    let runs = server.api("/tenants/default/workspaces/slow/runs");
+    let items = runs["items"].as_array().unwrap();
+    let cut = items.iter().find(|r| r["id"] == cut_id.as_str()).unwrap();
+    assert_eq!(cut["phase"], "Interrupted", "{cut}");
+    let released = format!("was left by run {cut_id}, cut by a server stop; releasing it");
+    let releasing: Vec<&str> = items
+        .iter()
+        .filter_map(|r| r["id"].as_str())
+        .filter(|id| ok(server.sng(&["logs", id])).contains(&released))
+        .collect();
+    assert_eq!(releasing.len(), 1, "one run released the lock: {runs}");
+    assert!(
+        items.iter().all(|r| r["phase"] != "Failed"),
+        "no run failed on the stale lock: {runs}"
+    );
+    assert_eq!(
+        terraform_data_input_number(&moto.state("sng/default/slow.tfstate")),
+        0.0
+    );
+}
+
+fn terraform_data_input_number(state: &Value) -> f64 {
+    let r = state["resources"]
+        .as_array()
+        .expect("resources")
+        .iter()
+        .find(|r| r["type"] == "terraform_data")
+        .unwrap_or_else(|| panic!("no terraform_data in {state}"));
+    r["instances"][0]["attributes"]["input"]["value"]
+        .as_f64()
+        .unwrap_or_else(|| panic!("input: {r}"))
+}

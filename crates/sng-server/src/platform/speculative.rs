@@ -81,6 +81,7 @@ pub async fn plan(p: &Platform, tenant: &str, ws: Workspace) -> Result<Value, St
         secrets,
         log_path: log_path.clone(),
         progress: None,
+        stale_lock_runs: vec![],
         expected_plan_hash: None,
         no_lock: true,
         limits: Default::default(),

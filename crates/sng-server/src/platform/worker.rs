@@ -684,6 +684,13 @@ async fn run_inner(
         secrets,
         log_path,
         progress: None,
+        // The platform releases the locks of its own state when it recovers; a bucket's lock
+        // file left by a run cut hard is released by the next run (it knows its holder).
+        stale_lock_runs: if http_state {
+            vec![]
+        } else {
+            runs_cut_by_a_stop(&p.store, tenant, name)
+        },
         expected_plan_hash,
         no_lock: false,
         limits: run_limits(ws),
@@ -780,6 +787,18 @@ async fn run_inner(
     }
     ended.result = out.result;
     ended
+}
+
+/// The latest runs of a workspace recorded `Interrupted` by [`super::Platform::recover`].
+fn runs_cut_by_a_stop(store: &sng_store::Store, tenant: &str, name: &str) -> Vec<String> {
+    store
+        .runs_of(tenant, name)
+        .unwrap_or_default()
+        .into_iter()
+        .take(20)
+        .filter(|r| r.phase == "Interrupted" && r.reason.as_deref() == Some("Stopped"))
+        .map(|r| r.id)
+        .collect()
 }
 
 fn backend_is_http(b: &Backend) -> bool {
