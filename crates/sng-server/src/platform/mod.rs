@@ -351,8 +351,18 @@ fn dispatch(platform: &Arc<Platform>) {
     }
 }
 
-/// Shortest time between two reconcile passes.
-pub const MIN_PASS_INTERVAL: Duration = Duration::from_millis(200);
+/// Longest wait between a wake and the next reconcile pass.
+pub const MAX_PASS_DELAY: Duration = Duration::from_millis(200);
+
+/// A pass starts at the earliest this many times its predecessor's duration after that one
+/// started: passes take at most a fifth of a core, however many workspaces there are.
+pub const PASS_SPACING: u32 = 5;
+
+/// When the pass after a wake may start: a cheap pass (a few workspaces) lets the next one start
+/// at once, an expensive one (thousands) spaces them, up to [`MAX_PASS_DELAY`] (pure).
+pub fn next_pass_at(started: tokio::time::Instant, took: Duration) -> tokio::time::Instant {
+    started + (took * PASS_SPACING).min(MAX_PASS_DELAY)
+}
 
 /// The reconcile loop: wakes on changes and when something is due (at most every 30 s
 /// otherwise), starts due runs.
@@ -360,6 +370,7 @@ pub async fn reconcile_loop(platform: Arc<Platform>, stop: CancellationToken) {
     loop {
         let pass_started = tokio::time::Instant::now();
         let (due, next) = tokio::task::block_in_place(|| platform.reconcile_once());
+        let pass_took = pass_started.elapsed();
         platform
             .stats
             .passes
@@ -380,10 +391,10 @@ pub async fn reconcile_loop(platform: Arc<Platform>, stop: CancellationToken) {
         let wait = next.map_or(30, |n| (n - now).clamp(1, 30)) as u64;
         tokio::select! {
             _ = platform.wake.notified() => {
-                // Wakes that come in bursts (hundreds of runs ending) are coalesced: at most one
-                // pass per MIN_PASS_INTERVAL. Runs are dispatched by the ending run itself, so
-                // nothing waits for the pass but the reaction to new inputs.
-                tokio::time::sleep_until(pass_started + MIN_PASS_INTERVAL).await;
+                // Wakes that come in bursts (hundreds of runs ending) are coalesced into one
+                // pass, spaced by the cost of the last one. Runs are dispatched by the ending run
+                // itself, so nothing waits for the pass but the reaction to new inputs.
+                tokio::time::sleep_until(next_pass_at(pass_started, pass_took)).await;
             }
             _ = tokio::time::sleep(Duration::from_secs(wait)) => {}
             _ = stop.cancelled() => break,
@@ -401,6 +412,22 @@ mod tests {
             name: name.into(),
             operation: Operation::Apply,
             trigger: Trigger::Created,
+        }
+    }
+
+    #[test]
+    fn passes_are_spaced_by_their_cost() {
+        let t0 = tokio::time::Instant::now();
+        let ms = Duration::from_millis;
+        for (took, delay) in [
+            (ms(0), ms(0)),
+            (Duration::from_micros(300), Duration::from_micros(1500)),
+            (ms(10), ms(50)),
+            (ms(37), ms(185)),
+            (ms(40), ms(200)),
+            (ms(500), ms(200)),
+        ] {
+            assert_eq!(next_pass_at(t0, took) - t0, delay, "{took:?}");
         }
     }
 
