@@ -40,6 +40,10 @@ pub struct Store {
     master: RwLock<keys::MasterKey>,
     /// The revision of the last committed object write, for watchers.
     changes: tokio::sync::watch::Sender<i64>,
+    /// The newest ended run of each workspace asked for (the reconciler asks for every
+    /// workspace on every pass). Filled while the connection is held, emptied for a workspace
+    /// by every write of its runs under the same lock: never older than the store.
+    last_ended: Mutex<runs::LastEnded>,
 }
 
 impl Store {
@@ -74,6 +78,7 @@ impl Store {
             conn: Mutex::new(conn),
             master: RwLock::new(master),
             changes: tokio::sync::watch::Sender::new(0),
+            last_ended: Mutex::new(Default::default()),
         };
         store.ensure_default_tenant()?;
         Ok(store)

@@ -110,6 +110,11 @@ fn to_object(
     row: Row,
 ) -> Result<Object> {
     let spec = open_spec(keys, kind, tenant, &name, &row)?;
+    decode_row(kind, tenant, name, row, spec)
+}
+
+/// Decode a row whose spec is opened (no store access: done without the connection).
+fn decode_row(kind: Kind, tenant: &str, name: String, row: Row, spec: String) -> Result<Object> {
     let corrupt = |e: serde_json::Error| StoreError::Corrupt(format!("{kind} `{name}`: {e}"));
     let meta = ObjectMeta {
         name: name.clone(),
@@ -295,9 +300,22 @@ impl Store {
         let rows = stmt
             .query_map(params![scope(kind, tenant), kind.as_str()], read_row)?
             .collect::<rusqlite::Result<Vec<_>>>()?;
-        let mut keys = Keyring::new(&conn, &master);
-        rows.into_iter()
-            .map(|(name, row)| to_object(&mut keys, kind, tenant, name, row))
+        drop(stmt);
+        // Sealed specs are opened with the connection (data keys); decoding, the bulk of the
+        // work for thousands of rows, is done after releasing it.
+        let opened = {
+            let mut keys = Keyring::new(&conn, &master);
+            rows.into_iter()
+                .map(|(name, row)| {
+                    let spec = open_spec(&mut keys, kind, tenant, &name, &row)?;
+                    Ok((name, row, spec))
+                })
+                .collect::<Result<Vec<_>>>()?
+        };
+        drop(conn);
+        opened
+            .into_iter()
+            .map(|(name, row, spec)| decode_row(kind, tenant, name, row, spec))
             .collect()
     }
 

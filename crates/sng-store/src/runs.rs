@@ -103,16 +103,32 @@ pub struct RunToken {
     pub run_id: String,
 }
 
+/// Newest ended run by (tenant, workspace); `None` cached too (never ran).
+pub(crate) type LastEnded = std::collections::HashMap<(String, String), Option<RunRecord>>;
+
+/// Workspaces whose newest ended run is kept in memory (beyond: the cache starts over).
+const LAST_ENDED_MAX: usize = 100_000;
+
 impl Store {
     /// Record a new run (or replace its record).
     pub fn run_put(&self, run: &RunRecord) -> Result<()> {
         let record = serde_json::to_string(run).expect("json");
-        self.conn().execute(
+        let conn = self.conn();
+        let written = conn.execute(
             "INSERT INTO runs (id, tenant, workspace, phase, created_at, record) VALUES (?1, ?2, ?3, ?4, ?5, ?6)
              ON CONFLICT (id) DO UPDATE SET phase = excluded.phase, record = excluded.record",
             params![run.id, run.tenant, run.workspace, run.phase, run.created_at, record],
-        )?;
+        );
+        // Whether or not the write went through, the cached answer may be stale now.
+        self.last_ended_cache()
+            .remove(&(run.tenant.clone(), run.workspace.clone()));
+        drop(conn);
+        written?;
         Ok(())
+    }
+
+    fn last_ended_cache(&self) -> std::sync::MutexGuard<'_, LastEnded> {
+        self.last_ended.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// One run of a tenant.
@@ -139,15 +155,31 @@ impl Store {
         )
     }
 
-    /// The newest run of a workspace that ended.
+    /// The newest run of a workspace that ended (cached: the reconciler asks on every pass).
     pub fn last_ended_run(&self, tenant: &str, workspace: &str) -> Result<Option<RunRecord>> {
-        Ok(self
-            .runs_where(
-                "tenant = ?1 AND workspace = ?2 AND phase != 'Running' ORDER BY created_at DESC, rowid DESC LIMIT 1",
-                params![tenant, workspace],
+        let key = (tenant.to_string(), workspace.to_string());
+        if let Some(hit) = self.last_ended_cache().get(&key) {
+            return Ok(hit.clone());
+        }
+        // Read and fill under the connection lock, which every write of runs takes too.
+        let conn = self.conn();
+        let rec: Option<String> = conn
+            .prepare_cached(
+                "SELECT record FROM runs WHERE tenant = ?1 AND workspace = ?2 AND phase != 'Running' ORDER BY created_at DESC, rowid DESC LIMIT 1",
             )?
-            .into_iter()
-            .next())
+            .query_row(params![tenant, workspace], |r| r.get(0))
+            .optional()?;
+        let run: Option<RunRecord> = rec
+            .map(|r| serde_json::from_str(&r).map_err(|e| StoreError::Corrupt(format!("run: {e}"))))
+            .transpose()?;
+        let mut cache = self.last_ended_cache();
+        if cache.len() >= LAST_ENDED_MAX {
+            cache.clear();
+        }
+        cache.insert(key, run.clone());
+        drop(cache);
+        drop(conn);
+        Ok(run)
     }
 
     /// Number of runs of a tenant created at or after `since` (RFC 3339).

@@ -173,3 +173,45 @@ fn everything_survives_reopen_and_tokens_are_hashed() {
         );
     }
 }
+
+#[test]
+fn the_last_ended_run_follows_every_write_of_runs() {
+    use sng_store::RunRecord;
+    let s = Store::open_in_memory().unwrap();
+    let run = |id: &str, ws: &str, phase: &str, at: &str| RunRecord {
+        id: id.into(),
+        tenant: "default".into(),
+        workspace: ws.into(),
+        phase: phase.into(),
+        created_at: at.into(),
+        ..RunRecord::default()
+    };
+    let last = |ws: &str| {
+        s.last_ended_run("default", ws)
+            .unwrap()
+            .map(|r| (r.id, r.phase))
+    };
+    assert_eq!(last("a"), None);
+    assert_eq!(last("a"), None, "asked twice (the second from memory)");
+    s.run_put(&run("r1", "a", "Running", "2026-01-01T00:00:01Z"))
+        .unwrap();
+    assert_eq!(last("a"), None, "a running run has not ended");
+    s.run_put(&run("r1", "a", "Succeeded", "2026-01-01T00:00:01Z"))
+        .unwrap();
+    assert_eq!(last("a"), Some(("r1".into(), "Succeeded".into())));
+    s.run_put(&run("r2", "a", "Running", "2026-01-01T00:00:02Z"))
+        .unwrap();
+    assert_eq!(last("a"), Some(("r1".into(), "Succeeded".into())));
+    s.run_put(&run("r2", "a", "Failed", "2026-01-01T00:00:02Z"))
+        .unwrap();
+    assert_eq!(last("a"), Some(("r2".into(), "Failed".into())));
+    // An older record rewritten (recovery marks a cut run) does not hide the newest.
+    s.run_put(&run("r1", "a", "Interrupted", "2026-01-01T00:00:01Z"))
+        .unwrap();
+    assert_eq!(last("a"), Some(("r2".into(), "Failed".into())));
+    assert_eq!(last("b"), None, "workspaces apart");
+    s.run_put(&run("r3", "b", "Succeeded", "2026-01-01T00:00:03Z"))
+        .unwrap();
+    assert_eq!(last("b"), Some(("r3".into(), "Succeeded".into())));
+    assert_eq!(last("a"), Some(("r2".into(), "Failed".into())));
+}
