@@ -1,5 +1,6 @@
 //! One run: assemble the directory, then `init`, `plan -out`, `show -json` (summarised and
-//! hashed, never logged), `apply` of the saved plan file only, `output -json`.
+//! hashed, never logged), `apply` of the saved plan file only, then the outputs: from the state
+//! the platform holds, or `state pull` from another backend.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -125,7 +126,7 @@ pub struct RunInput {
     /// (`PolicyDenied`) with its message. Policies plug in here.
     pub pre_apply: Option<PreApply>,
     /// Where the outputs can be read after the apply without starting the engine again (the
-    /// platform-held state); `None`: `output -json`.
+    /// platform-held state); `None`: `state pull` (outputs and serial from the backend).
     pub outputs_source: Option<OutputsSource>,
     /// `spec.resources.limits`, enforced with control groups where the machine allows it.
     pub limits: crate::limits::Limits,
@@ -204,6 +205,9 @@ pub struct RunOutput {
     pub module: Option<ModuleInfo>,
     /// (id, who) of the lock holder as printed by the engine, on `StateLocked`.
     pub lock_holder: Option<(String, String)>,
+    /// Serial of the state after the apply, when read by `state pull` (backends the platform
+    /// does not hold).
+    pub state_serial: Option<i64>,
 }
 
 fn args(list: &[&str]) -> Vec<String> {
@@ -284,6 +288,7 @@ pub async fn execute(cfg: &RunConfig, input: RunInput, cancel: CancellationToken
         steps: vec![],
         module: None,
         lock_holder: None,
+        state_serial: None,
     };
     let mut log = match RunLog::open(&input.log_path, masker).await {
         Ok(l) => l,
@@ -622,17 +627,25 @@ async fn run_in(
         out.outputs = Some(outputs);
         return RunResult::Succeeded;
     }
-    let output = run!("output", args(&["output", "-json", "-no-color"]), true);
-    if output.code != Some(0) {
-        return RunResult::Failed(failure_message("output", &output));
+    // The state the engine just wrote, from its backend: the outputs (with their `sensitive`
+    // flags, as `output -json` gives them) and the serial, for the run record. Captured, never
+    // logged.
+    let pulled = run!("state-pull", args(&["state", "pull"]), true);
+    if pulled.code != Some(0) {
+        return RunResult::Failed(failure_message("state pull", &pulled));
     }
-    match serde_json::from_slice::<Value>(&output.stdout) {
-        Ok(v) => {
-            out.sensitive = sensitive_output_values(&v);
-            out.outputs = Some(v);
+    match serde_json::from_slice::<Value>(&pulled.stdout) {
+        Ok(state) => {
+            let outputs = state
+                .get("outputs")
+                .cloned()
+                .unwrap_or_else(|| Value::Object(Map::new()));
+            out.sensitive = sensitive_output_values(&outputs);
+            out.outputs = Some(outputs);
+            out.state_serial = state.get("serial").and_then(Value::as_i64);
             RunResult::Succeeded
         }
-        Err(_) => RunResult::Failed("output -json printed something that is not JSON".into()),
+        Err(_) => RunResult::Failed("state pull printed something that is not JSON".into()),
     }
 }
 

@@ -126,7 +126,11 @@ async fn apply_publishes_outputs_and_masks_secrets() {
         "the run directory is removed"
     );
     let names: Vec<&str> = out.steps.iter().map(|(s, _)| s.as_str()).collect();
-    assert_eq!(names, ["init", "plan", "show", "apply", "output"]);
+    assert_eq!(names, ["init", "plan", "show", "apply", "state-pull"]);
+    assert!(
+        out.state_serial.is_some_and(|s| s >= 1),
+        "the serial of the state the apply wrote"
+    );
 
     // a second plan of the same module: no changes
     let mut again = input(
@@ -251,7 +255,10 @@ async fn an_identical_directory_reuses_init_and_falls_back_when_it_does_not_fit(
     )
     .await;
     assert_eq!(first.result, RunResult::Succeeded, "{:?}", first.result);
-    assert_eq!(names(&first), ["init", "plan", "show", "apply", "output"]);
+    assert_eq!(
+        names(&first),
+        ["init", "plan", "show", "apply", "state-pull"]
+    );
 
     // Different variables, same directory otherwise: no init process, and the run is right.
     let second = execute(
@@ -263,7 +270,7 @@ async fn an_identical_directory_reuses_init_and_falls_back_when_it_does_not_fit(
     assert_eq!(second.result, RunResult::Succeeded, "{:?}", second.result);
     assert_eq!(
         names(&second),
-        ["init-reused", "plan", "show", "apply", "output"]
+        ["init-reused", "plan", "show", "apply", "state-pull"]
     );
     assert_eq!(second.plan.unwrap().counts.change, 1);
     assert_eq!(second.outputs.unwrap()["x"]["value"], "two");

@@ -30,17 +30,6 @@ fn ready(ws: &Value) -> bool {
         && ws["status"].get("activeJob").is_none()
 }
 
-fn secret(server: &Server, name: &str, key: &str) -> String {
-    use base64::Engine as _;
-    let s = server.api(&format!("/tenants/default/secrets/{name}?reveal=true"));
-    String::from_utf8(
-        base64::engine::general_purpose::STANDARD
-            .decode(s["data"][key].as_str().unwrap())
-            .unwrap(),
-    )
-    .unwrap()
-}
-
 fn runs(server: &Server, name: &str) -> Vec<Value> {
     server.api(&format!("/tenants/default/workspaces/{name}/runs"))["items"]
         .as_array()
@@ -113,7 +102,7 @@ fn a_three_level_chain_passes_outputs_down_and_plans_with_a_default_first() {
     ));
     until(&server, "app", "Ready", ready);
     assert_eq!(
-        secret(&server, "app-outputs", "url"),
+        secret_value(&server, "app-outputs", "url"),
         "https://app/db-in-subnet-10.0.0.0/16"
     );
     let app_ws = server.workspace("app");
@@ -132,7 +121,7 @@ fn a_three_level_chain_passes_outputs_down_and_plans_with_a_default_first() {
         Some(&ws("net", "  vars: {cidr: 10.1.0.0/16}\n")),
     ));
     wait_for("the new url", Duration::from_secs(180), || {
-        (secret(&server, "app-outputs", "url") == "https://app/db-in-subnet-10.1.0.0/16"
+        (secret_value(&server, "app-outputs", "url") == "https://app/db-in-subnet-10.1.0.0/16"
             && ready(&server.workspace("app")))
         .then_some(())
     });
@@ -439,7 +428,7 @@ fn a_secret_created_after_the_workspace_starts_the_run_and_module_checks_come_fi
         Some(secret),
     ));
     until(&server, "late", "Ready", ready);
-    assert_eq!(secret_of(&server, "late-outputs", "name"), "late-pet0");
+    assert_eq!(secret_value(&server, "late-outputs", "name"), "late-pet0");
 
     // an import target absent from the module, and a Provider that does not match: no engine run
     let bad_import = format!(
@@ -466,10 +455,6 @@ fn a_secret_created_after_the_workspace_starts_the_run_and_module_checks_come_fi
             "{name}: the engine never ran"
         );
     }
-}
-
-fn secret_of(server: &Server, name: &str, key: &str) -> String {
-    secret(server, name, key)
 }
 
 #[test]

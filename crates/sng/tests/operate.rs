@@ -356,16 +356,7 @@ fn rollback_restores_a_past_run_and_refuses_when_its_inputs_are_gone() {
     let manifest = |tag: &str| {
         format!("apiVersion: v1\nkind: Secret\nmetadata: {{name: g}}\nstringData: {{greeting: hello}}\n---\napiVersion: tofu.stackngo.io/v1alpha1\nkind: Workspace\nmetadata: {{name: w}}\nspec:\n  module: {{source: {}, tag: \"{tag}\"}}\n  varsFrom: [{{secretRef: {{name: g, key: greeting}}}}]\n", reg.source("acme/m"))
     };
-    let out_of = || {
-        use base64::Engine as _;
-        let s = server.api("/tenants/default/secrets/w-outputs?reveal=true");
-        String::from_utf8(
-            base64::engine::general_purpose::STANDARD
-                .decode(s["data"]["out"].as_str().unwrap())
-                .unwrap(),
-        )
-        .unwrap()
-    };
+    let out_of = || secret_value(&server, "w-outputs", "out");
     let ready_at = |g: i64| {
         wait_for("Ready", Duration::from_secs(120), || {
             let w = server.settled("w");

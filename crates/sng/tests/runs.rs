@@ -6,6 +6,7 @@ mod common;
 use std::time::Duration;
 
 use base64::Engine as _;
+
 use common::*;
 use serde_json::json;
 use sng_oci::testing::TestRegistry;
@@ -14,19 +15,6 @@ fn pet(source: &str, tag: &str, prefix: &str) -> String {
     format!(
         "apiVersion: tofu.stackngo.io/v1alpha1\nkind: Workspace\nmetadata:\n  name: pet\nspec:\n  module:\n    source: {source}\n    tag: \"{tag}\"\n  vars:\n    prefix: {prefix}\n    length: 2\n"
     )
-}
-
-fn secret_value(server: &Server, name: &str, key: &str) -> String {
-    let s = server.api(&format!("/tenants/default/secrets/{name}?reveal=true"));
-    let raw = s["data"][key]
-        .as_str()
-        .unwrap_or_else(|| panic!("no key {key} in {s}"));
-    String::from_utf8(
-        base64::engine::general_purpose::STANDARD
-            .decode(raw)
-            .unwrap(),
-    )
-    .unwrap()
 }
 
 #[test]

@@ -295,6 +295,13 @@ fn the_state_lives_in_the_tenant_bucket_not_on_the_platform() {
     assert_eq!(run["phase"], "Succeeded", "{run}");
     let log = ok(e.server.sng(&["logs", run["id"].as_str().unwrap()]));
     assert!(log.contains("Apply complete!"), "{log}");
+    // the run record names the state it wrote: the serial read back from the bucket
+    assert_eq!(run["stateSerialAfter"], state["serial"], "{run}");
+    assert_eq!(
+        secret_value(&e.server, "pet-outputs", "name"),
+        "demo-pet0-pet1",
+        "outputs read from the bucket's state"
+    );
 
     // the next run reads the state back from the bucket: an update in place, not a second create
     apply(
@@ -315,6 +322,8 @@ fn the_state_lives_in_the_tenant_bucket_not_on_the_platform() {
     );
     let after = e.moto.state("sng/default/pet.tfstate");
     assert_eq!(terraform_data_input(&after), "prod-pet0-pet1");
+    let run = &e.server.api("/tenants/default/workspaces/pet/runs")["items"][0];
+    assert_eq!(run["stateSerialAfter"], after["serial"], "{run}");
     assert_eq!(after["lineage"], state["lineage"]);
     assert!(
         after["serial"].as_i64() > state["serial"].as_i64(),

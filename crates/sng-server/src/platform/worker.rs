@@ -748,6 +748,10 @@ async fn run_inner(
     *st = live.lock().expect("lock").clone();
     record.steps = out.steps.clone();
     record.lock_holder = out.lock_holder.clone();
+    if out.state_serial.is_some() {
+        // Read from the tenant's bucket by `state pull` after the apply.
+        record.state_serial_after = out.state_serial;
+    }
     record.policies = policy_slot.lock().expect("lock").clone();
     if let Some(plan) = &out.plan {
         let id = plan_id(run_id, &plan.hash);

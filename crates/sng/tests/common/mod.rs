@@ -280,3 +280,18 @@ pub fn condition(ws: &serde_json::Value, type_: &str) -> (String, String, String
     let s = |k: &str| c[k].as_str().unwrap_or_default().to_string();
     (s("status"), s("reason"), s("message"))
 }
+
+/// The decoded value of `key` in a secret of the `default` tenant (admin token, `?reveal=true`).
+pub fn secret_value(server: &Server, name: &str, key: &str) -> String {
+    use base64::Engine as _;
+    let s = server.api(&format!("/tenants/default/secrets/{name}?reveal=true"));
+    let raw = s["data"][key]
+        .as_str()
+        .unwrap_or_else(|| panic!("no key {key} in {s}"));
+    String::from_utf8(
+        base64::engine::general_purpose::STANDARD
+            .decode(raw)
+            .unwrap(),
+    )
+    .unwrap()
+}
