@@ -419,50 +419,55 @@ impl Store {
         expected_version: Option<&str>,
         status: &Value,
     ) -> Result<Object> {
-        let mut conn = self.conn();
-        let tx = conn.transaction()?;
-        let row = get_row(&tx, kind, tenant, name)?
-            .ok_or_else(|| StoreError::not_found(kind.as_str(), name))?;
-        let meta = ObjectMeta {
-            resource_version: expected_version.map(str::to_string),
-            ..ObjectMeta::default()
-        };
-        check_version(&meta, row.resource_version, &format!("{kind} {name:?}"))?;
-        let rv = next_revision(&tx)?;
-        tx.execute(
-            "UPDATE objects SET status = ?1, resource_version = ?2 WHERE tenant = ?3 AND kind = ?4 AND name = ?5",
-            params![status.to_string(), rv, scope(kind, tenant), kind.as_str(), name],
-        )?;
-        let row = get_row(&tx, kind, tenant, name)?
-            .ok_or_else(|| StoreError::not_found(kind.as_str(), name))?;
-        let obj = to_object(
-            &mut Keyring::new(&tx, &self.master()),
-            kind,
-            tenant,
-            name.to_string(),
-            row,
-        )?;
-        tx.commit()?;
-        drop(conn);
-        self.changed(rv);
-        Ok(obj)
+        self.change_row(kind, tenant, name, |tx, row| {
+            let meta = ObjectMeta {
+                resource_version: expected_version.map(str::to_string),
+                ..ObjectMeta::default()
+            };
+            check_version(&meta, row.resource_version, &format!("{kind} {name:?}"))?;
+            let rv = next_revision(tx)?;
+            tx.execute(
+                "UPDATE objects SET status = ?1, resource_version = ?2 WHERE tenant = ?3 AND kind = ?4 AND name = ?5",
+                params![status.to_string(), rv, scope(kind, tenant), kind.as_str(), name],
+            )?;
+            Ok(Some(rv))
+        })
     }
 
     /// Mark an object as being deleted (its deletion waits for something, e.g. a destroy).
     pub fn mark_deleting(&self, kind: Kind, tenant: &str, name: &str) -> Result<Object> {
-        let mut conn = self.conn();
-        let tx = conn.transaction()?;
-        let row = get_row(&tx, kind, tenant, name)?
-            .ok_or_else(|| StoreError::not_found(kind.as_str(), name))?;
-        if row.deleted_at.is_none() {
-            let rv = next_revision(&tx)?;
+        self.change_row(kind, tenant, name, |tx, row| {
+            if row.deleted_at.is_some() {
+                return Ok(None);
+            }
+            let rv = next_revision(tx)?;
             tx.execute(
                 "UPDATE objects SET deleted_at = ?1, resource_version = ?2 WHERE tenant = ?3 AND kind = ?4 AND name = ?5",
                 params![now_rfc3339(), rv, scope(kind, tenant), kind.as_str(), name],
             )?;
-        }
+            Ok(Some(rv))
+        })
+    }
+
+    /// One transaction over an existing row: `change` may write it and returns the new
+    /// revision when it did; the object is read back, committed, and watchers are told.
+    fn change_row(
+        &self,
+        kind: Kind,
+        tenant: &str,
+        name: &str,
+        change: impl FnOnce(&rusqlite::Transaction<'_>, &Row) -> Result<Option<i64>>,
+    ) -> Result<Object> {
+        let mut conn = self.conn();
+        let tx = conn.transaction()?;
         let row = get_row(&tx, kind, tenant, name)?
             .ok_or_else(|| StoreError::not_found(kind.as_str(), name))?;
+        let written = change(&tx, &row)?;
+        let row = match written {
+            Some(_) => get_row(&tx, kind, tenant, name)?
+                .ok_or_else(|| StoreError::not_found(kind.as_str(), name))?,
+            None => row,
+        };
         let obj = to_object(
             &mut Keyring::new(&tx, &self.master()),
             kind,
@@ -472,13 +477,9 @@ impl Store {
         )?;
         tx.commit()?;
         drop(conn);
-        self.changed(
-            obj.meta()
-                .resource_version
-                .as_deref()
-                .and_then(|v| v.parse().ok())
-                .unwrap_or(0),
-        );
+        if let Some(rv) = written {
+            self.changed(rv);
+        }
         Ok(obj)
     }
 
