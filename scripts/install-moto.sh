@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Install an S3-compatible server for the tests: PyPI `moto[s3]` (with flask and flask-cors, which
-# `moto_server` needs) in a virtual environment at .tools/moto (git-ignored). Idempotent: does
-# nothing when the right version is already there. Prints the path of `moto_server`.
+# Install the Python tools of the tests in a virtual environment at .tools/moto (git-ignored): an
+# S3-compatible server, PyPI `moto[s3]` (with flask and flask-cors, which `moto_server` needs), and
+# ORAS's Python SDK, PyPI `oras` (another OCI client, to check that it reads the module packages
+# `sng module push` writes). Idempotent: does nothing when the right versions are already there.
+# Prints the path of `moto_server`; `.tools/moto/bin/python` imports both.
 #
 # On a fresh Debian machine `python3 -m venv` needs the `python3-venv` package (ensurepip): it is
 # installed with apt-get when missing. When no venv can be made, falls back to
@@ -10,14 +12,16 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
 DIR="$ROOT/.tools/moto"
-VERSION=${MOTO_VERSION:-5.2.5}
-PACKAGES=("moto[s3]==$VERSION" flask flask-cors)
+MOTO=${MOTO_VERSION:-5.2.5}
+ORAS=${ORAS_VERSION:-0.2.43}
+VERSION="moto $MOTO, oras $ORAS"
+PACKAGES=("moto[s3]==$MOTO" flask flask-cors "oras==$ORAS")
 MARKER="$DIR/.sng-installed"
 BIN="$DIR/bin/moto_server"
 
 installed() {
   [ -x "$BIN" ] && [ -f "$MARKER" ] && [ "$(cat "$MARKER")" = "$VERSION" ] \
-    && "$BIN" --help >/dev/null 2>&1
+    && "$BIN" --help >/dev/null 2>&1 && "$DIR/bin/python" -c 'import oras.client' >/dev/null 2>&1
 }
 
 if installed; then echo "$BIN"; exit 0; fi
@@ -55,9 +59,14 @@ else
 #!/bin/sh
 PYTHONPATH="$DIR/site\${PYTHONPATH:+:\$PYTHONPATH}" exec "$PY" -c 'import sys; from moto.server import main; sys.argv[0] = "moto_server"; sys.exit(main())' "\$@"
 EOF
-  chmod +x "$BIN"
+  cat >"$DIR/bin/python" <<EOF
+#!/bin/sh
+PYTHONPATH="$DIR/site\${PYTHONPATH:+:\$PYTHONPATH}" exec "$PY" "\$@"
+EOF
+  chmod +x "$BIN" "$DIR/bin/python"
 fi
 
 "$BIN" --help >/dev/null 2>&1 || { echo "install-moto: error: $BIN does not run" >&2; exit 1; }
+"$DIR/bin/python" -c 'import oras.client' || { echo "install-moto: error: oras does not import" >&2; exit 1; }
 echo "$VERSION" >"$MARKER"
 echo "$BIN"
