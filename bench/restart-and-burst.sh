@@ -51,6 +51,7 @@ set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
+source "$ROOT/bench/lib.sh"
 
 RESTART_N=${BENCH_RESTART_N:-1000}
 BURST_N=${BENCH_BURST_N:-200}
@@ -71,93 +72,28 @@ CG_ROOT=/sys/fs/cgroup/cpuacct
 CG_ON=${BENCH_CGROUP:-1}
 if [ "$CG_ON" = 1 ] && ! { [ -w "$CG_ROOT" ] && [ -f "$CG_ROOT/cpuacct.usage" ]; }; then CG_ON=0; fi
 CGROUPS=()
-
-say() { echo "bench: $*" >&2; }
-die() { echo "bench: error: $*" >&2; exit 1; }
+SERVER_ARGS=()
+[ -z "${BENCH_MAX_CONCURRENT_RUNS:-}" ] || SERVER_ARGS=(--max-concurrent-runs "$BENCH_MAX_CONCURRENT_RUNS")
 
 for v in RESTART_N BURST_N BARE_N IDLE; do
   [[ ${!v} =~ ^[1-9][0-9]*$ ]] || die "$v must be a positive integer"
 done
-[ -x "$ENGINE" ] || die "no engine at $ENGINE (run \`make setup\`)"
-[ -x "$REGISTRY_BIN" ] || die "no docker-registry at $REGISTRY_BIN (Debian package docker-registry)"
-for tool in python3 curl; do command -v "$tool" >/dev/null || die "$tool is needed"; done
-ENGINE=$(readlink -f "$ENGINE")
-
-if [ -n "${SNG_BIN:-}" ]; then
-  SNG=$SNG_BIN
-  SNG_DESC="prebuilt SNG_BIN"
-else
-  say "cargo build --release --bin sng"
-  cargo build --release --bin sng >&2
-  SNG=$ROOT/target/release/sng
-  SNG_DESC="built from $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo '?')$(git -C "$ROOT" diff --quiet HEAD -- crates 2>/dev/null || echo '+uncommitted changes')"
-fi
-[ -x "$SNG" ] || die "no sng binary at $SNG"
-
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/sng-bench-rb.XXXXXX")
-# Results: KEY<TAB>VALUE lines, read by the report at the end.
-RESULTS=$WORK/results.tsv
-: >"$RESULTS"
-REGISTRY_PID=
-SERVER_PID=
-SERVER_DIR=
+check_tools
+pick_sng
 
 put() { printf '%s\t%s\n' "$1" "$2" >>"$RESULTS"; }
-
-stop_server() {
-  if [ -n "$SERVER_PID" ]; then
-    kill -TERM "$SERVER_PID" 2>/dev/null || true
-    wait "$SERVER_PID" 2>/dev/null || true
-    SERVER_PID=
-  fi
-}
 
 BARE_PIDS=()
 cleanup() {
   local p
   for p in "${BARE_PIDS[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
   stop_server
-  if [ -n "$REGISTRY_PID" ]; then
-    kill -TERM "$REGISTRY_PID" 2>/dev/null || true
-    wait "$REGISTRY_PID" 2>/dev/null || true
-  fi
+  stop_registry
   for p in "${CGROUPS[@]}"; do cg_remove "$p"; done
-  if [ "${BENCH_KEEP:-0}" = 1 ]; then say "kept $WORK"; else rm -rf "$WORK"; fi
+  remove_work
 }
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-
-now_ns() { date +%s%N; }
-# Timestamps in microseconds into a variable: EPOCHREALTIME when there (no fork), else date.
-stamp() {
-  if [ -n "${EPOCHREALTIME:-}" ]; then
-    printf -v "$1" '%s' "${EPOCHREALTIME//[.,]/}"
-  else
-    printf -v "$1" '%s' "$(($(date +%s%N) / 1000))"
-  fi
-}
-# elapsed_ms START_US VAR: milliseconds since START_US, into VAR.
-elapsed_ms() {
-  local _now
-  stamp _now
-  printf -v "$2" '%s' "$(((_now - $1) / 1000))"
-}
-
-free_port() {
-  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
-
-# poll_until SECONDS PID CMD…: run CMD every 20 ms until it succeeds; fail when PID dies or time is up.
-poll_until() {
-  local deadline=$(($(now_ns) + $1 * 1000000000)) pid=$2
-  shift 2
-  until "$@" >/dev/null 2>&1; do
-    kill -0 "$pid" 2>/dev/null || return 1
-    [ "$(now_ns)" -lt "$deadline" ] || return 1
-    sleep 0.02
-  done
-}
+# Results: KEY<TAB>VALUE lines, read by the report at the end.
+make_work sng-bench-rb
 
 # cpu_ticks PID VAR: utime+stime of the process (all its threads), in clock ticks, into VAR. No fork.
 # (Its children's times are not used: the engines run under bwrap, whose inner processes are not
@@ -204,63 +140,6 @@ cg_remove() {
   [ -d "$d" ] || return 0
   while read -r pid; do echo "$pid" >"$CG_ROOT/cgroup.procs" 2>/dev/null || true; done <"$d/cgroup.procs"
   rmdir "$d" 2>/dev/null || true
-}
-
-# --- registry ---------------------------------------------------------------------------------
-registry_up() { [ "$(curl -s -o /dev/null -w '%{http_code}' "http://$REGISTRY/v2/")" = 200 ]; }
-
-start_registry() {
-  mkdir -p "$WORK/registry/data"
-  local try
-  for try in 1 2 3 4 5; do
-    REGISTRY=127.0.0.1:$(free_port)
-    cat >"$WORK/registry/config.yml" <<EOF
-version: 0.1
-log: { level: warn, accesslog: { disabled: true } }
-storage: { filesystem: { rootdirectory: "$WORK/registry/data" } }
-http: { addr: $REGISTRY }
-EOF
-    "$REGISTRY_BIN" serve "$WORK/registry/config.yml" >"$WORK/registry/log" 2>&1 &
-    REGISTRY_PID=$!
-    if poll_until 30 "$REGISTRY_PID" registry_up; then return 0; fi
-    kill -TERM "$REGISTRY_PID" 2>/dev/null || true
-    wait "$REGISTRY_PID" 2>/dev/null || true
-    REGISTRY_PID=
-  done
-  cat "$WORK/registry/log" >&2
-  die "docker-registry did not start"
-}
-
-# --- server -----------------------------------------------------------------------------------
-server_up() {
-  [ -s "$SERVER_DIR/server.url" ] && curl -sf -o /dev/null "$(cat "$SERVER_DIR/server.url")/healthz"
-}
-
-# launch_server DIR LOG: start a server on DIR (new or existing) in the background, log appended
-# to LOG; sets SERVER_PID and SERVER_DIR, does not wait.
-launch_server() {
-  SERVER_DIR=$1
-  mkdir -p "$SERVER_DIR"
-  local -a extra=()
-  [ -z "${BENCH_MAX_CONCURRENT_RUNS:-}" ] || extra=(--max-concurrent-runs "$BENCH_MAX_CONCURRENT_RUNS")
-  SNG_LOG=$SERVER_LOG_FILTER "$SNG" server --data-dir "$SERVER_DIR" --listen 127.0.0.1:0 \
-    --engine "$ENGINE" --insecure-registry "$REGISTRY" "${extra[@]}" >>"$2" 2>&1 &
-  SERVER_PID=$!
-}
-
-# use_server: export the client settings of the server in SERVER_DIR.
-use_server() {
-  export SNG_SERVER SNG_TOKEN
-  SNG_SERVER=$(cat "$SERVER_DIR/server.url")
-  SNG_TOKEN=$(cat "$SERVER_DIR/admin.token")
-  export SNG_TENANT=default
-}
-
-# start_server DIR LOG: launch and wait until it answers.
-start_server() {
-  launch_server "$1" "$2"
-  poll_until 60 "$SERVER_PID" server_up || { cat "$2" >&2; die "sng server did not start"; }
-  use_server
 }
 
 # stats KEY_PREFIX: record reconcilePasses, runsStarted, runsActive of /api/v1/stats.
@@ -338,17 +217,8 @@ EOF
 workspaces() {
   local i
   for i in $(seq "$2" "$3"); do
-    cat <<EOF
----
-apiVersion: tofu.stackngo.io/v1alpha1
-kind: Workspace
-metadata:
-  name: $1-$i
-spec:
-  module:
-    source: oci://$REGISTRY/bench/pet
-    tag: "1.0.0"
-EOF
+    echo ---
+    workspace_doc "$1-$i" pet
   done
 }
 
@@ -381,26 +251,14 @@ EOF
 # bare_run DIR: the engine by hand in a fresh copy of the module, local backend; prints the ms of
 # init,plan,show,apply,output on one line.
 bare_run() {
-  local root=$1 dir=$1/work log=$1/engine.log t s ms1 out=
+  local root=$1 dir=$1/work log=$1/engine.log
   mkdir -p "$root"
   cp -r "$MODULE" "$dir"
   printf 'provider_installation {\n  direct {}\n}\n' >"$root/cli.tfrc"
   (
     cd "$dir"
     export CHECKPOINT_DISABLE=1 TF_IN_AUTOMATION=1 TF_CLI_CONFIG_FILE="$root/cli.tfrc"
-    for s in init plan show apply output; do
-      stamp t
-      case $s in
-        init) "$ENGINE" init -input=false >>"$log" 2>&1 ;;
-        plan) "$ENGINE" plan -input=false -out=p >>"$log" 2>&1 ;;
-        show) "$ENGINE" show -json p >/dev/null 2>>"$log" ;;
-        apply) "$ENGINE" apply -input=false p >>"$log" 2>&1 ;;
-        output) "$ENGINE" output -json >/dev/null 2>>"$log" ;;
-      esac || { cat "$log" >&2; exit 1; }
-      elapsed_ms "$t" ms1
-      out+="$ms1,"
-    done
-    echo "${out%,}"
+    engine_steps "$log"
   ) || return 1
   grep -q "Resources: 1 added" "$log" || { cat "$log" >&2; return 1; }
   rm -rf "$root"
@@ -409,7 +267,7 @@ bare_run() {
 # =================================================================================================
 say "registry"
 start_registry
-"$SNG" module push "$MODULE" "oci://$REGISTRY/bench/pet" --tag 1.0.0 --insecure >/dev/null
+push_module pet
 put engine "$("$ENGINE" version 2>/dev/null | head -1 || true)"
 put load_before "$(cut -d' ' -f1-3 /proc/loadavg)"
 

@@ -35,6 +35,7 @@ set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
+source "$ROOT/bench/lib.sh"
 
 N=${BENCH_ITERATIONS:-10}
 COLD=${BENCH_COLD:-3}
@@ -45,134 +46,22 @@ ENGINE=${SNG_ENGINE:-$ROOT/.tools/bin/tofu}
 REGISTRY_BIN=${SNG_DOCKER_REGISTRY:-/usr/bin/docker-registry}
 MODULE=$ROOT/bench/modules/twenty
 
-say() { echo "bench: $*" >&2; }
-die() { echo "bench: error: $*" >&2; exit 1; }
+SERVER_LOG_FILTER=warn
+SERVER_ARGS=()
 
 [[ $N =~ ^[1-9][0-9]*$ ]] || die "BENCH_ITERATIONS must be a positive integer"
 [[ $COLD =~ ^[0-9]+$ ]] || die "BENCH_COLD must be a non-negative integer"
-[ -x "$ENGINE" ] || die "no engine at $ENGINE (run \`make setup\`)"
-[ -x "$REGISTRY_BIN" ] || die "no docker-registry at $REGISTRY_BIN (Debian package docker-registry)"
-for tool in python3 curl; do command -v "$tool" >/dev/null || die "$tool is needed"; done
-ENGINE=$(readlink -f "$ENGINE")
-
-if [ -n "${SNG_BIN:-}" ]; then
-  SNG=$SNG_BIN
-  SNG_DESC="prebuilt SNG_BIN"
-else
-  say "cargo build --release --bin sng"
-  cargo build --release --bin sng >&2
-  SNG=$ROOT/target/release/sng
-  SNG_DESC="built from $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo '?')$(git -C "$ROOT" diff --quiet HEAD -- crates 2>/dev/null || echo '+uncommitted changes')"
-fi
-[ -x "$SNG" ] || die "no sng binary at $SNG"
-
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/sng-bench.XXXXXX")
-RESULTS=$WORK/results.tsv
-: >"$RESULTS"
-REGISTRY_PID=
-SERVER_PID=
-SERVER_DIR=
-
-stop_server() {
-  if [ -n "$SERVER_PID" ]; then
-    kill -TERM "$SERVER_PID" 2>/dev/null || true
-    wait "$SERVER_PID" 2>/dev/null || true
-    SERVER_PID=
-  fi
-}
+check_tools
+pick_sng
 
 cleanup() {
   stop_server
-  if [ -n "$REGISTRY_PID" ]; then
-    kill -TERM "$REGISTRY_PID" 2>/dev/null || true
-    wait "$REGISTRY_PID" 2>/dev/null || true
-  fi
-  if [ "${BENCH_KEEP:-0}" = 1 ]; then say "kept $WORK"; else rm -rf "$WORK"; fi
+  stop_registry
+  remove_work
 }
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-
-now_ns() { date +%s%N; }
-# Timestamps of measured intervals, in microseconds, into a variable: bash's EPOCHREALTIME (the
-# same wall clock as `date +%s%N`) when there, so that the timing itself forks no process in the
-# middle of what it measures; `date +%s%N` otherwise.
-stamp() {
-  if [ -n "${EPOCHREALTIME:-}" ]; then
-    printf -v "$1" '%s' "${EPOCHREALTIME//[.,]/}"
-  else
-    printf -v "$1" '%s' "$(($(date +%s%N) / 1000))"
-  fi
-}
-# elapsed_ms START_US VAR: milliseconds since START_US, into VAR.
-elapsed_ms() {
-  local _now
-  stamp _now
-  printf -v "$2" '%s' "$(((_now - $1) / 1000))"
-}
-
-free_port() {
-  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
-
-# poll_until SECONDS PID CMD…: run CMD every 20 ms until it succeeds; fail when PID dies or time is up.
-poll_until() {
-  local deadline=$(($(now_ns) + $1 * 1000000000)) pid=$2
-  shift 2
-  until "$@" >/dev/null 2>&1; do
-    kill -0 "$pid" 2>/dev/null || return 1
-    [ "$(now_ns)" -lt "$deadline" ] || return 1
-    sleep 0.02
-  done
-}
-
-# --- registry ---------------------------------------------------------------------------------
-registry_up() { [ "$(curl -s -o /dev/null -w '%{http_code}' "http://$REGISTRY/v2/")" = 200 ]; }
-
-start_registry() {
-  mkdir -p "$WORK/registry/data"
-  local try
-  for try in 1 2 3 4 5; do
-    REGISTRY=127.0.0.1:$(free_port)
-    cat >"$WORK/registry/config.yml" <<EOF
-version: 0.1
-log: { level: warn, accesslog: { disabled: true } }
-storage: { filesystem: { rootdirectory: "$WORK/registry/data" } }
-http: { addr: $REGISTRY }
-EOF
-    "$REGISTRY_BIN" serve "$WORK/registry/config.yml" >"$WORK/registry/log" 2>&1 &
-    REGISTRY_PID=$!
-    if poll_until 30 "$REGISTRY_PID" registry_up; then return 0; fi
-    kill -TERM "$REGISTRY_PID" 2>/dev/null || true
-    wait "$REGISTRY_PID" 2>/dev/null || true
-    REGISTRY_PID=
-  done
-  cat "$WORK/registry/log" >&2
-  die "docker-registry did not start"
-}
-
-# --- server -----------------------------------------------------------------------------------
-server_up() {
-  [ -s "$SERVER_DIR/server.url" ] && curl -sf -o /dev/null "$(cat "$SERVER_DIR/server.url")/healthz"
-}
-
-# start_server DIR: a server on a fresh data dir; sets SNG_SERVER and SNG_TOKEN.
-start_server() {
-  SERVER_DIR=$1
-  mkdir -p "$SERVER_DIR"
-  SNG_LOG=warn "$SNG" server --data-dir "$SERVER_DIR" --listen 127.0.0.1:0 \
-    --engine "$ENGINE" --insecure-registry "$REGISTRY" >"$SERVER_DIR.log" 2>&1 &
-  SERVER_PID=$!
-  poll_until 60 "$SERVER_PID" server_up || { cat "$SERVER_DIR.log" >&2; die "sng server did not start"; }
-  export SNG_SERVER SNG_TOKEN
-  SNG_SERVER=$(cat "$SERVER_DIR/server.url")
-  SNG_TOKEN=$(cat "$SERVER_DIR/admin.token")
-  export SNG_TENANT=default
-}
+make_work sng-bench
 
 # --- (a) bare engine --------------------------------------------------------------------------
-STEPS=(init plan show apply output)
-
 # run_bare SERIES ITER WRAP: WRAP is "plain" or "bwrap".
 run_bare() {
   local series=$1 iter=$2 wrap=$3
@@ -203,51 +92,25 @@ run_bare() {
     pre+=(--bind "$root" "$root" --bind "$root/plugin-cache" "$root/plugin-cache"
       --unshare-all --share-net --die-with-parent --chdir "$dir" --)
   fi
-  local log=$root/engine.log t0 t s ms1
-  local -a ms=()
+  local log=$root/engine.log t0 steps
   stamp t0
   (
     cd "$dir"
     if [ "$wrap" = plain ]; then
       export CHECKPOINT_DISABLE=1 TF_IN_AUTOMATION=1 TF_CLI_CONFIG_FILE="$root/cli.tfrc"
     fi
-    for s in "${STEPS[@]}"; do
-      stamp t
-      case $s in
-        init) "${pre[@]}" "$ENGINE" init -input=false >>"$log" 2>&1 ;;
-        plan) "${pre[@]}" "$ENGINE" plan -input=false -out=p >>"$log" 2>&1 ;;
-        show) "${pre[@]}" "$ENGINE" show -json p >/dev/null 2>>"$log" ;;
-        apply) "${pre[@]}" "$ENGINE" apply -input=false p >>"$log" 2>&1 ;;
-        output) "${pre[@]}" "$ENGINE" output -json >/dev/null 2>>"$log" ;;
-      esac || { cat "$log" >&2; exit 1; }
-      elapsed_ms "$t" ms1
-      echo "$ms1" >>"$root/steps"
-    done
+    engine_steps "$log" "${pre[@]}" >"$root/steps"
   ) || die "$series iteration $iter failed (log above)"
   local total
   elapsed_ms "$t0" total
   grep -q "Resources: 20 added" "$log" || { cat "$log" >&2; die "$series: 20 resources were not created"; }
-  mapfile -t ms <"$root/steps"
-  printf '%s\t%s\t%s\t%s\n' "$series" "$iter" "$total" "$(
-    IFS=,
-    echo "${ms[*]}"
-  )" >>"$RESULTS"
+  read -r steps <"$root/steps"
+  printf '%s\t%s\t%s\t%s\n' "$series" "$iter" "$total" "$steps" >>"$RESULTS"
   rm -rf "$root"
 }
 
 # --- (b) sng ----------------------------------------------------------------------------------
-workspace_yaml() {
-  cat <<EOF
-apiVersion: tofu.stackngo.io/v1alpha1
-kind: Workspace
-metadata:
-  name: $1
-spec:
-  module:
-    source: oci://$REGISTRY/bench/twenty
-    tag: "1.0.0"
-EOF
-}
+workspace_yaml() { workspace_doc "$1" twenty; }
 
 # record_sng SERIES ITER NAME TOTAL_MS: append the run's engine steps; check it created 20 resources.
 record_sng() {
@@ -317,7 +180,7 @@ EOF
 # --- the run ----------------------------------------------------------------------------------
 say "registry"
 start_registry
-"$SNG" module push "$MODULE" "oci://$REGISTRY/bench/twenty" --tag 1.0.0 --insecure >/dev/null
+push_module twenty
 ENGINE_VERSION=$("$ENGINE" version 2>/dev/null | head -1 || true)
 if [ "$DO_BWRAP" = 1 ] || [ -x "$BWRAP" ]; then BWRAP_VERSION=$("$BWRAP" --version 2>/dev/null || echo bwrap); else BWRAP_VERSION="no bwrap"; fi
 LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)

@@ -1,14 +1,12 @@
 //! API tests through the router: codes, reasons, tenant scoping, secrets hidden, status protected.
 
-use std::sync::Arc;
+mod common;
 
 use axum::body::Body;
 use axum::http::{Method, Request, StatusCode};
-use http_body_util::BodyExt as _;
 use serde_json::{json, Value};
-use sng_server::{router, AppState};
+use sng_server::AppState;
 use sng_store::{Role, Store};
-use tower::ServiceExt as _;
 
 struct Api {
     state: AppState,
@@ -20,10 +18,7 @@ impl Api {
         let store = Store::open_in_memory().unwrap();
         let (_, admin) = store.create_token(None, Role::Admin, "test").unwrap();
         Api {
-            state: AppState {
-                platform: None,
-                store: Arc::new(store),
-            },
+            state: common::app_state(store),
             admin,
         }
     }
@@ -46,12 +41,30 @@ impl Api {
             None => req.body(Body::empty()),
         }
         .unwrap();
-        let resp = router(self.state.clone()).oneshot(req).await.unwrap();
-        let status = resp.status();
-        let bytes = resp.into_body().collect().await.unwrap().to_bytes();
+        let (status, bytes) = common::send(&self.state, req).await;
         let value = serde_json::from_slice(&bytes)
             .unwrap_or(Value::String(String::from_utf8_lossy(&bytes).into()));
         (status, value)
+    }
+
+    async fn get(&self, path: &str, token: Option<&str>) -> (StatusCode, Value) {
+        self.call(Method::GET, path, token, None).await
+    }
+
+    /// GET as the platform admin.
+    async fn admin_get(&self, path: &str) -> (StatusCode, Value) {
+        self.get(path, Some(&self.admin)).await
+    }
+
+    /// POST /api/v1/tenants: create the tenant `name`.
+    async fn create_tenant(&self, name: &str, token: &str) -> (StatusCode, Value) {
+        self.call(
+            Method::POST,
+            "/api/v1/tenants",
+            Some(token),
+            Some(json!({"name": name})),
+        )
+        .await
     }
 
     async fn apply(&self, tenant: &str, token: &str, items: Vec<Value>) -> (StatusCode, Value) {
@@ -109,12 +122,7 @@ async fn invalid_document_applies_nothing_and_names_object_field_rule() {
         "Workspace \"app\": spec.module: tag and digest are mutually exclusive; choose one"
     );
     let (code, _) = api
-        .call(
-            Method::GET,
-            "/api/v1/tenants/default/workspaces/good",
-            Some(&api.admin),
-            None,
-        )
+        .admin_get("/api/v1/tenants/default/workspaces/good")
         .await;
     assert_eq!(
         code,
@@ -139,23 +147,11 @@ async fn stale_resource_version_gets_409() {
 #[tokio::test]
 async fn auth_is_required() {
     let api = Api::new();
-    let (code, body) = api
-        .call(
-            Method::GET,
-            "/api/v1/tenants/default/workspaces",
-            None,
-            None,
-        )
-        .await;
+    let (code, body) = api.get("/api/v1/tenants/default/workspaces", None).await;
     assert_eq!(code, StatusCode::UNAUTHORIZED);
     assert_eq!(body["reason"], "Unauthorized");
     let (code, _) = api
-        .call(
-            Method::GET,
-            "/api/v1/tenants/default/workspaces",
-            Some("sng_nope"),
-            None,
-        )
+        .get("/api/v1/tenants/default/workspaces", Some("sng_nope"))
         .await;
     assert_eq!(code, StatusCode::UNAUTHORIZED);
 }
@@ -163,24 +159,10 @@ async fn auth_is_required() {
 #[tokio::test]
 async fn tenant_tokens_see_only_their_tenant() {
     let api = Api::new();
-    let (code, body) = api
-        .call(
-            Method::POST,
-            "/api/v1/tenants",
-            Some(&api.admin),
-            Some(json!({"name": "acme"})),
-        )
-        .await;
+    let (code, body) = api.create_tenant("acme", &api.admin).await;
     assert_eq!(code, StatusCode::CREATED, "{body}");
     let acme = body["token"].as_str().unwrap().to_string();
-    let (code, body) = api
-        .call(
-            Method::POST,
-            "/api/v1/tenants",
-            Some(&api.admin),
-            Some(json!({"name": "acme"})),
-        )
-        .await;
+    let (code, body) = api.create_tenant("acme", &api.admin).await;
     assert_eq!(
         (code, body["reason"].as_str()),
         (StatusCode::CONFLICT, Some("AlreadyExists"))
@@ -210,28 +192,14 @@ async fn tenant_tokens_see_only_their_tenant() {
     let (code, _) = api.apply("default", &acme, vec![ws("x", "1")]).await;
     assert_eq!(code, StatusCode::NOT_FOUND);
     let (code, _) = api
-        .call(
-            Method::GET,
-            "/api/v1/tenants/default/workspaces/secret-project",
-            Some(&api.admin),
-            None,
-        )
+        .admin_get("/api/v1/tenants/default/workspaces/secret-project")
         .await;
     assert_eq!(code, StatusCode::OK);
-    let (code, _) = api
-        .call(
-            Method::GET,
-            "/api/v1/tenants/default/workspaces/x",
-            Some(&api.admin),
-            None,
-        )
-        .await;
+    let (code, _) = api.admin_get("/api/v1/tenants/default/workspaces/x").await;
     assert_eq!(code, StatusCode::NOT_FOUND);
 
     // tenant listing is filtered; tenant management needs the platform admin
-    let (_, body) = api
-        .call(Method::GET, "/api/v1/tenants", Some(&acme), None)
-        .await;
+    let (_, body) = api.get("/api/v1/tenants", Some(&acme)).await;
     let names: Vec<&str> = body["items"]
         .as_array()
         .unwrap()
@@ -239,20 +207,12 @@ async fn tenant_tokens_see_only_their_tenant() {
         .map(|t| t["metadata"]["name"].as_str().unwrap())
         .collect();
     assert_eq!(names, ["acme"]);
-    let (code, body) = api
-        .call(
-            Method::POST,
-            "/api/v1/tenants",
-            Some(&acme),
-            Some(json!({"name": "evil"})),
-        )
-        .await;
+    let (code, body) = api.create_tenant("evil", &acme).await;
     assert_eq!(
         (code, body["reason"].as_str()),
         (StatusCode::FORBIDDEN, Some("Forbidden"))
     );
-    let tenant_doc = json!({"apiVersion": "tofu.stackngo.io/v1alpha1", "kind": "Tenant", "metadata": {"name": "evil"}});
-    let (code, _) = api.apply("acme", &acme, vec![tenant_doc]).await;
+    let (code, _) = api.apply("acme", &acme, vec![common::tenant("evil")]).await;
     assert_eq!(code, StatusCode::FORBIDDEN);
 }
 
@@ -268,32 +228,13 @@ async fn secret_values_only_when_revealed() {
         !body.to_string().contains("Q0FOQVJZ") && !body.to_string().contains(canary),
         "apply answer leaks: {body}"
     );
-    let (_, list) = api
-        .call(
-            Method::GET,
-            "/api/v1/tenants/default/secrets",
-            Some(&api.admin),
-            None,
-        )
-        .await;
+    let (_, list) = api.admin_get("/api/v1/tenants/default/secrets").await;
     assert!(list["items"][0].get("data").is_none(), "{list}");
     assert_eq!(list["items"][0]["status"]["keys"], json!(["password"]));
-    let (_, one) = api
-        .call(
-            Method::GET,
-            "/api/v1/tenants/default/secrets/db",
-            Some(&api.admin),
-            None,
-        )
-        .await;
+    let (_, one) = api.admin_get("/api/v1/tenants/default/secrets/db").await;
     assert!(one.get("data").is_none());
     let (_, shown) = api
-        .call(
-            Method::GET,
-            "/api/v1/tenants/default/secrets/db?reveal=true",
-            Some(&api.admin),
-            None,
-        )
+        .admin_get("/api/v1/tenants/default/secrets/db?reveal=true")
         .await;
     assert_eq!(shown["data"]["password"], "Q0FOQVJZLTlmOGU3ZA==");
     // a bad secret: the error never quotes the value
@@ -329,25 +270,13 @@ async fn status_is_written_by_the_platform_only() {
 #[tokio::test]
 async fn errors_have_distinct_codes() {
     let api = Api::new();
-    let (code, body) = api
-        .call(
-            Method::GET,
-            "/api/v1/tenants/default/widgets",
-            Some(&api.admin),
-            None,
-        )
-        .await;
+    let (code, body) = api.admin_get("/api/v1/tenants/default/widgets").await;
     assert_eq!(
         (code, body["reason"].as_str()),
         (StatusCode::NOT_FOUND, Some("NotFound"))
     );
     let (code, _) = api
-        .call(
-            Method::GET,
-            "/api/v1/tenants/default/workspaces/nope",
-            Some(&api.admin),
-            None,
-        )
+        .admin_get("/api/v1/tenants/default/workspaces/nope")
         .await;
     assert_eq!(code, StatusCode::NOT_FOUND);
     let (code, body) = api
@@ -400,7 +329,7 @@ async fn pages(api: &Api, path: &str, token: &str) -> Vec<Vec<String>> {
     let mut pages = vec![];
     let mut url = path.to_string();
     loop {
-        let (code, body) = api.call(Method::GET, &url, Some(token), None).await;
+        let (code, body) = api.get(&url, Some(token)).await;
         assert_eq!(code, StatusCode::OK, "{url}: {body}");
         assert_eq!(
             (&body["apiVersion"], &body["kind"]),
@@ -436,14 +365,7 @@ async fn listings_are_paginated_with_continue_tokens() {
         .await;
 
     // Without `limit`: everything, in the shape of before (no metadata).
-    let (code, all) = api
-        .call(
-            Method::GET,
-            "/api/v1/tenants/default/secrets",
-            Some(&api.admin),
-            None,
-        )
-        .await;
+    let (code, all) = api.admin_get("/api/v1/tenants/default/secrets").await;
     assert_eq!(code, StatusCode::OK);
     assert_eq!(all.as_object().unwrap().len(), 3, "{all}");
     let all_names: Vec<String> = (0..12).map(|i| format!("s-{i:02}")).collect();
@@ -460,12 +382,7 @@ async fn listings_are_paginated_with_continue_tokens() {
 
     // Pages hold the same objects as the whole listing, secret values hidden.
     let (_, first) = api
-        .call(
-            Method::GET,
-            "/api/v1/tenants/default/secrets?limit=5",
-            Some(&api.admin),
-            None,
-        )
+        .admin_get("/api/v1/tenants/default/secrets?limit=5")
         .await;
     assert_eq!(
         first["items"].as_array().unwrap()[..],
@@ -491,12 +408,7 @@ async fn listings_are_paginated_with_continue_tokens() {
     );
     // `continue` without `limit`: the rest, in one answer.
     let (code, rest) = api
-        .call(
-            Method::GET,
-            &format!("/api/v1/tenants/default/secrets?continue={token}"),
-            Some(&api.admin),
-            None,
-        )
+        .admin_get(&format!("/api/v1/tenants/default/secrets?continue={token}"))
         .await;
     assert_eq!(code, StatusCode::OK, "{rest}");
     assert_eq!(rest["items"].as_array().unwrap().len(), 7);
@@ -523,33 +435,15 @@ async fn listings_are_paginated_with_continue_tokens() {
 #[tokio::test]
 async fn continue_tokens_belong_to_their_listing() {
     let api = Api::new();
-    api.call(
-        Method::POST,
-        "/api/v1/tenants",
-        Some(&api.admin),
-        Some(json!({"name": "acme"})),
-    )
-    .await;
+    api.create_tenant("acme", &api.admin).await;
     let secrets: Vec<Value> = (0..3).map(|i| secret(&format!("s-{i}"), "pw")).collect();
     api.apply("default", &api.admin, secrets.clone()).await;
     api.apply("acme", &api.admin, secrets).await;
     let (_, page) = api
-        .call(
-            Method::GET,
-            "/api/v1/tenants/default/secrets?limit=1",
-            Some(&api.admin),
-            None,
-        )
+        .admin_get("/api/v1/tenants/default/secrets?limit=1")
         .await;
     let token = page["metadata"]["continue"].as_str().unwrap().to_string();
-    let (_, tenants) = api
-        .call(
-            Method::GET,
-            "/api/v1/tenants?limit=1",
-            Some(&api.admin),
-            None,
-        )
-        .await;
+    let (_, tenants) = api.admin_get("/api/v1/tenants?limit=1").await;
     let tenants_token = tenants["metadata"]["continue"]
         .as_str()
         .unwrap()
@@ -573,7 +467,7 @@ async fn continue_tokens_belong_to_their_listing() {
         format!("/api/v1/tenants/default/secrets?continue={forged_v2}"),
         format!("/api/v1/tenants/default/secrets?continue={}", b64("{}")),
     ] {
-        let (code, body) = api.call(Method::GET, &path, Some(&api.admin), None).await;
+        let (code, body) = api.admin_get(&path).await;
         assert_eq!(code, StatusCode::BAD_REQUEST, "{path}: {body}");
         assert_eq!(body["reason"], "BadRequest", "{path}");
         let message = body["message"].as_str().unwrap();
@@ -584,24 +478,18 @@ async fn continue_tokens_belong_to_their_listing() {
     }
     // The same token on its own listing works, and `/tenants/X/tenants` is the tenants listing.
     let (code, body) = api
-        .call(
-            Method::GET,
-            &format!("/api/v1/tenants/default/secrets?limit=1&continue={token}"),
-            Some(&api.admin),
-            None,
-        )
+        .admin_get(&format!(
+            "/api/v1/tenants/default/secrets?limit=1&continue={token}"
+        ))
         .await;
     assert_eq!(
         (code, &body["items"][0]["metadata"]["name"]),
         (StatusCode::OK, &json!("s-1"))
     );
     let (code, body) = api
-        .call(
-            Method::GET,
-            &format!("/api/v1/tenants/default/tenants?limit=5&continue={tenants_token}"),
-            Some(&api.admin),
-            None,
-        )
+        .admin_get(&format!(
+            "/api/v1/tenants/default/tenants?limit=5&continue={tenants_token}"
+        ))
         .await;
     assert_eq!(
         (code, &body["items"][0]["metadata"]["name"]),
@@ -617,7 +505,7 @@ async fn limit_out_of_range_is_invalid() {
             format!("/api/v1/tenants/default/secrets?limit={limit}"),
             format!("/api/v1/tenants?limit={limit}"),
         ] {
-            let (code, body) = api.call(Method::GET, &path, Some(&api.admin), None).await;
+            let (code, body) = api.admin_get(&path).await;
             assert_eq!(code, StatusCode::UNPROCESSABLE_ENTITY, "{path}: {body}");
             assert_eq!(body["reason"], "Invalid");
             assert_eq!(body["details"]["causes"][0]["field"], "limit", "{body}");
@@ -625,7 +513,7 @@ async fn limit_out_of_range_is_invalid() {
     }
     for limit in ["1", "1000"] {
         let path = format!("/api/v1/tenants/default/secrets?limit={limit}");
-        let (code, _) = api.call(Method::GET, &path, Some(&api.admin), None).await;
+        let (code, _) = api.admin_get(&path).await;
         assert_eq!(code, StatusCode::OK, "{path}");
     }
 }
@@ -635,14 +523,7 @@ async fn paginated_listings_keep_tenant_scoping_and_roles() {
     let api = Api::new();
     let mut tokens = std::collections::BTreeMap::new();
     for name in ["acme", "beta", "zeta"] {
-        let (code, body) = api
-            .call(
-                Method::POST,
-                "/api/v1/tenants",
-                Some(&api.admin),
-                Some(json!({"name": name})),
-            )
-            .await;
+        let (code, body) = api.create_tenant(name, &api.admin).await;
         assert_eq!(code, StatusCode::CREATED, "{body}");
         tokens.insert(name, body["token"].as_str().unwrap().to_string());
     }
@@ -666,9 +547,7 @@ async fn paginated_listings_keep_tenant_scoping_and_roles() {
         "/api/v1/tenants/acme/secrets?limit=0",
         "/api/v1/tenants/acme/secrets?continue=garbage",
     ] {
-        let (code, body) = api
-            .call(Method::GET, path, Some(&tokens["beta"]), None)
-            .await;
+        let (code, body) = api.get(path, Some(&tokens["beta"])).await;
         assert_eq!(code, StatusCode::NOT_FOUND, "{path}: {body}");
     }
     // A viewer lists its tenant page by page; a missing tenant is 404 for the admin too.
@@ -687,22 +566,10 @@ async fn paginated_listings_keep_tenant_scoping_and_roles() {
     let got = pages(&api, "/api/v1/tenants/beta/secrets?limit=2", &viewer).await;
     assert_eq!(got.concat(), ["s-0", "s-1", "s-2"]);
     let (code, _) = api
-        .call(
-            Method::GET,
-            "/api/v1/tenants/nowhere/secrets?limit=2",
-            Some(&api.admin),
-            None,
-        )
+        .admin_get("/api/v1/tenants/nowhere/secrets?limit=2")
         .await;
     assert_eq!(code, StatusCode::NOT_FOUND);
     // No token: 401 whatever the query.
-    let (code, _) = api
-        .call(
-            Method::GET,
-            "/api/v1/tenants/beta/secrets?limit=0",
-            None,
-            None,
-        )
-        .await;
+    let (code, _) = api.get("/api/v1/tenants/beta/secrets?limit=0", None).await;
     assert_eq!(code, StatusCode::UNAUTHORIZED);
 }

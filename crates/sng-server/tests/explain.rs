@@ -1,16 +1,14 @@
 //! `explain` covers each waiting reason of the spec: statuses written as the platform writes
 //! them, then the chain read through the router.
 
-use std::sync::Arc;
+mod common;
 
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
-use http_body_util::BodyExt as _;
 use serde_json::{json, Value};
 use sng_api::Kind;
-use sng_server::{router, AppState};
+use sng_server::AppState;
 use sng_store::{Role, Store};
-use tower::ServiceExt as _;
 
 fn ws(name: &str, extra: Value) -> Value {
     let mut spec = json!({"module": {"source": "oci://r.example/acme/x", "tag": "1"}});
@@ -30,10 +28,9 @@ async fn chain(state: &AppState, token: &str, name: &str) -> Vec<Value> {
         .header("authorization", format!("Bearer {token}"))
         .body(Body::empty())
         .unwrap();
-    let resp = router(state.clone()).oneshot(req).await.unwrap();
-    assert_eq!(resp.status(), StatusCode::OK);
-    let v: Value =
-        serde_json::from_slice(&resp.into_body().collect().await.unwrap().to_bytes()).unwrap();
+    let (code, bytes) = common::send(state, req).await;
+    assert_eq!(code, StatusCode::OK);
+    let v: Value = serde_json::from_slice(&bytes).unwrap();
     v["chain"].as_array().unwrap().clone()
 }
 
@@ -115,10 +112,7 @@ async fn explain_covers_each_reason() {
     store
         .mark_deleting(Kind::Workspace, "default", "parent")
         .unwrap();
-    let state = AppState {
-        store: Arc::new(store),
-        platform: None,
-    };
+    let state = common::app_state(store);
 
     let table: Vec<(&str, &str, &str, &str)> = vec![
         ("cyc-a", "Blocked", "DependencyCycle", "cycle"),

@@ -1,22 +1,32 @@
 //! The `http` state backend through the router: run tokens scoped to one workspace, LOCK/UNLOCK
 //! with LockInfo, fencing of stale writes, lost-update protection.
 
-use std::sync::Arc;
+mod common;
 
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use base64::Engine as _;
-use http_body_util::BodyExt as _;
 use serde_json::{json, Value};
-use sng_server::{router, AppState};
+use sng_server::AppState;
 use sng_store::{Role, Store};
-use tower::ServiceExt as _;
 
 struct Backend {
     state: AppState,
 }
 
+/// The `authorization` header of the http backend: Basic auth, user `run`, the token as password.
+fn basic(password: &str) -> String {
+    let auth = base64::engine::general_purpose::STANDARD.encode(format!("run:{password}"));
+    format!("Basic {auth}")
+}
+
 impl Backend {
+    fn new(store: Store) -> Backend {
+        Backend {
+            state: common::app_state(store),
+        }
+    }
+
     async fn call(
         &self,
         method: &str,
@@ -24,18 +34,48 @@ impl Backend {
         password: &str,
         body: Option<String>,
     ) -> (StatusCode, String) {
-        let auth = base64::engine::general_purpose::STANDARD.encode(format!("run:{password}"));
         let req = Request::builder()
             .method(method)
             .uri(path)
-            .header("authorization", format!("Basic {auth}"))
+            .header("authorization", basic(password))
             .header("content-type", "application/json")
             .body(body.map(Body::from).unwrap_or_else(Body::empty))
             .unwrap();
-        let resp = router(self.state.clone()).oneshot(req).await.unwrap();
-        let code = resp.status();
-        let bytes = resp.into_body().collect().await.unwrap().to_bytes();
+        let (code, bytes) = common::send(&self.state, req).await;
         (code, String::from_utf8_lossy(&bytes).into_owned())
+    }
+
+    /// The status of a call.
+    async fn code(
+        &self,
+        method: &str,
+        path: &str,
+        password: &str,
+        body: Option<String>,
+    ) -> StatusCode {
+        self.call(method, path, password, body).await.0
+    }
+
+    /// The status of a GET of the state.
+    async fn get(&self, path: &str, password: &str) -> StatusCode {
+        self.code("GET", path, password, None).await
+    }
+
+    /// The status of a POST of `state` to `path`.
+    async fn post(&self, path: &str, password: &str, state: String) -> StatusCode {
+        self.code("POST", path, password, Some(state)).await
+    }
+
+    /// The status of a LOCK (or UNLOCK) of `path` with the LockInfo of `id` and `who`.
+    async fn lock(
+        &self,
+        method: &str,
+        path: &str,
+        password: &str,
+        id: &str,
+        who: &str,
+    ) -> StatusCode {
+        self.code(method, path, password, Some(lock(id, who))).await
     }
 }
 
@@ -53,43 +93,27 @@ async fn fenced_writes_and_scoped_tokens() {
     let run = store.run_token_create("default", "pet", "run-1").unwrap();
     let other = store.run_token_create("default", "other", "run-2").unwrap();
     let (_, user) = store.create_token(None, Role::Admin, "alice").unwrap();
-    let b = Backend {
-        state: AppState {
-            store: Arc::new(store),
-            platform: None,
-        },
-    };
+    let b = Backend::new(store);
     let url = "/state/v1/default/pet";
     let lock_url = "/state/v1/default/pet/lock";
 
     // no state yet
-    assert_eq!(
-        b.call("GET", url, &run, None).await.0,
-        StatusCode::NO_CONTENT
-    );
+    assert_eq!(b.get(url, &run).await, StatusCode::NO_CONTENT);
     // unknown token, and a token of another workspace
+    assert_eq!(b.get(url, "sng_nope").await, StatusCode::UNAUTHORIZED);
+    assert_eq!(b.get(url, &other).await, StatusCode::NOT_FOUND);
     assert_eq!(
-        b.call("GET", url, "sng_nope", None).await.0,
-        StatusCode::UNAUTHORIZED
-    );
-    assert_eq!(
-        b.call("GET", url, &other, None).await.0,
-        StatusCode::NOT_FOUND
-    );
-    assert_eq!(
-        b.call("GET", "/state/v1/acme/pet", &run, None).await.0,
+        b.get("/state/v1/acme/pet", &run).await,
         StatusCode::NOT_FOUND
     );
 
     // a write without the lock is refused
     assert_eq!(
-        b.call("POST", url, &run, Some(state(1, "L", "a"))).await.0,
+        b.post(url, &run, state(1, "L", "a")).await,
         StatusCode::CONFLICT
     );
     assert_eq!(
-        b.call("LOCK", lock_url, &run, Some(lock("A", "run-1@sng")))
-            .await
-            .0,
+        b.lock("LOCK", lock_url, &run, "A", "run-1@sng").await,
         StatusCode::OK
     );
     // someone else gets 423 with the holder's LockInfo
@@ -104,25 +128,13 @@ async fn fenced_writes_and_scoped_tokens() {
     );
 
     assert_eq!(
-        b.call(
-            "POST",
-            &format!("{url}?ID=A"),
-            &run,
-            Some(state(1, "L", "a"))
-        )
-        .await
-        .0,
+        b.post(&format!("{url}?ID=A"), &run, state(1, "L", "a"))
+            .await,
         StatusCode::OK
     );
     assert_eq!(
-        b.call(
-            "POST",
-            &format!("{url}?ID=A"),
-            &run,
-            Some(state(2, "L", "b"))
-        )
-        .await
-        .0,
+        b.post(&format!("{url}?ID=A"), &run, state(2, "L", "b"))
+            .await,
         StatusCode::OK
     );
     // stale lock id, lower serial, changed lineage, same serial with other content
@@ -142,130 +154,81 @@ async fn fenced_writes_and_scoped_tokens() {
     let req = Request::builder()
         .method("POST")
         .uri(format!("{url}?ID=A"))
-        .header(
-            "authorization",
-            format!(
-                "Basic {}",
-                base64::engine::general_purpose::STANDARD.encode(format!("run:{run}"))
-            ),
-        )
+        .header("authorization", basic(&run))
         .header("content-md5", "AAAAAAAAAAAAAAAAAAAAAA==")
         .body(Body::from(state(3, "L", "c")))
         .unwrap();
-    assert_eq!(
-        router(b.state.clone()).oneshot(req).await.unwrap().status(),
-        StatusCode::BAD_REQUEST
-    );
+    assert_eq!(common::send(&b.state, req).await.0, StatusCode::BAD_REQUEST);
 
     let (code, body) = b.call("GET", url, &run, None).await;
     assert_eq!(code, StatusCode::OK);
     assert_eq!(serde_json::from_str::<Value>(&body).unwrap()["serial"], 2);
     // unlock by someone else's id fails with the holder; by the holder succeeds
     assert_eq!(
-        b.call("UNLOCK", lock_url, &user, Some(lock("B", "alice")))
-            .await
-            .0,
+        b.lock("UNLOCK", lock_url, &user, "B", "alice").await,
         StatusCode::CONFLICT
     );
     assert_eq!(
-        b.call("UNLOCK", lock_url, &run, Some(lock("A", "run-1@sng")))
-            .await
-            .0,
+        b.lock("UNLOCK", lock_url, &run, "A", "run-1@sng").await,
         StatusCode::OK
     );
     assert_eq!(
-        b.call("LOCK", lock_url, &user, Some(lock("B", "alice@laptop")))
-            .await
-            .0,
+        b.lock("LOCK", lock_url, &user, "B", "alice@laptop").await,
         StatusCode::OK
     );
 
     // the run token dies with the run
     b.state.store.run_tokens_revoke(Some("run-1")).unwrap();
-    assert_eq!(
-        b.call("GET", url, &run, None).await.0,
-        StatusCode::UNAUTHORIZED
-    );
+    assert_eq!(b.get(url, &run).await, StatusCode::UNAUTHORIZED);
 }
 
 #[tokio::test]
 async fn tenant_tokens_cannot_reach_another_tenants_state() {
-    let store = Store::open_in_memory().unwrap();
-    let tenant = sng_api::decode(&json!({"apiVersion": "tofu.stackngo.io/v1alpha1", "kind": "Tenant", "metadata": {"name": "acme"}}), 1).unwrap();
-    store.apply("", vec![tenant], false).unwrap();
+    let store = common::store_with_tenant("acme");
     let (_, acme) = store
         .create_token(Some("acme"), Role::Admin, "acme")
         .unwrap();
-    let b = Backend {
-        state: AppState {
-            store: Arc::new(store),
-            platform: None,
-        },
-    };
+    let b = Backend::new(store);
     // a valid token of another tenant: 404, as if the state did not exist (never 401 or 403)
     assert_eq!(
-        b.call("GET", "/state/v1/default/pet", &acme, None).await.0,
+        b.get("/state/v1/default/pet", &acme).await,
         StatusCode::NOT_FOUND
     );
     assert_eq!(
-        b.call(
-            "LOCK",
-            "/state/v1/default/pet/lock",
-            &acme,
-            Some(lock("X", "evil"))
-        )
-        .await
-        .0,
+        b.lock("LOCK", "/state/v1/default/pet/lock", &acme, "X", "evil")
+            .await,
         StatusCode::NOT_FOUND
     );
     assert_eq!(
-        b.call("GET", "/state/v1/acme/pet", &acme, None).await.0,
+        b.get("/state/v1/acme/pet", &acme).await,
         StatusCode::NO_CONTENT
     );
 }
 
 #[tokio::test]
 async fn third_party_access_needs_the_operator_role() {
-    let store = Store::open_in_memory().unwrap();
-    let tenant = sng_api::decode(&json!({"apiVersion": "tofu.stackngo.io/v1alpha1", "kind": "Tenant", "metadata": {"name": "acme"}}), 1).unwrap();
-    store.apply("", vec![tenant], false).unwrap();
+    let store = common::store_with_tenant("acme");
     let token = |role| store.create_token(Some("acme"), role, "t").unwrap();
     let (_, viewer) = token(Role::Viewer);
     let (_, operator) = token(Role::Operator);
     let (revoked_info, revoked) = token(Role::Admin);
     store.revoke_token(Some("acme"), &revoked_info.id).unwrap();
-    let b = Backend {
-        state: AppState {
-            store: Arc::new(store),
-            platform: None,
-        },
-    };
+    let b = Backend::new(store);
     let url = "/state/v1/acme/pet";
     let (code, body) = b.call("GET", url, &viewer, None).await;
     assert_eq!(code, StatusCode::FORBIDDEN, "{body}");
     assert!(body.contains("`operator`"), "{body}");
     assert_eq!(
-        b.call(
-            "LOCK",
-            &format!("{url}/lock"),
-            &viewer,
-            Some(lock("V", "v"))
-        )
-        .await
-        .0,
+        b.lock("LOCK", &format!("{url}/lock"), &viewer, "V", "v")
+            .await,
         StatusCode::FORBIDDEN
     );
     // a viewer of another tenant still gets 404
     assert_eq!(
-        b.call("GET", "/state/v1/default/pet", &viewer, None)
-            .await
-            .0,
+        b.get("/state/v1/default/pet", &viewer).await,
         StatusCode::NOT_FOUND
     );
-    assert_eq!(
-        b.call("GET", url, &operator, None).await.0,
-        StatusCode::NO_CONTENT
-    );
+    assert_eq!(b.get(url, &operator).await, StatusCode::NO_CONTENT);
     let (code, body) = b.call("GET", url, &revoked, None).await;
     assert_eq!(code, StatusCode::UNAUTHORIZED);
     assert!(body.contains("revoked"), "{body}");
@@ -277,42 +240,23 @@ async fn a_speculative_plan_token_reads_but_never_writes_or_locks() {
     let spec = store
         .run_token_create("default", "pet", "spec-123")
         .unwrap();
-    let b = Backend {
-        state: AppState {
-            store: Arc::new(store),
-            platform: None,
-        },
-    };
+    let b = Backend::new(store);
     assert_eq!(
-        b.call("GET", "/state/v1/default/pet", &spec, None).await.0,
+        b.get("/state/v1/default/pet", &spec).await,
         StatusCode::NO_CONTENT
     );
     assert_eq!(
-        b.call(
-            "LOCK",
-            "/state/v1/default/pet/lock",
-            &spec,
-            Some(lock("S", "spec"))
-        )
-        .await
-        .0,
+        b.lock("LOCK", "/state/v1/default/pet/lock", &spec, "S", "spec")
+            .await,
         StatusCode::FORBIDDEN
     );
     assert_eq!(
-        b.call(
-            "POST",
-            "/state/v1/default/pet?ID=S",
-            &spec,
-            Some(state(1, "L", "x"))
-        )
-        .await
-        .0,
+        b.post("/state/v1/default/pet?ID=S", &spec, state(1, "L", "x"))
+            .await,
         StatusCode::FORBIDDEN
     );
     assert_eq!(
-        b.call("DELETE", "/state/v1/default/pet", &spec, None)
-            .await
-            .0,
+        b.code("DELETE", "/state/v1/default/pet", &spec, None).await,
         StatusCode::FORBIDDEN
     );
 }
