@@ -2,7 +2,7 @@
 
 mod common;
 
-use std::process::Command;
+use std::process::{Command, Output};
 
 use common::*;
 
@@ -12,6 +12,17 @@ fn workspace(name: &str, tag: &str) -> String {
     format!(
         "apiVersion: tofu.stackngo.io/v1alpha1\nkind: Workspace\nmetadata:\n  name: {name}\nspec:\n  module:\n    source: oci://127.0.0.1:5055/acme/pet\n    tag: \"{tag}\"\n"
     )
+}
+
+/// The command exited with `code` and its stderr starts with `prefix`.
+fn fails_with(o: &Output, code: i32, prefix: &str) {
+    assert_eq!(o.status.code(), Some(code), "{}", err(o));
+    assert!(err(o).starts_with(prefix), "{}", err(o));
+}
+
+/// `sng kind get ws NAME -o json`, parsed.
+fn workspace_json(server: &Server, name: &str) -> Value {
+    serde_json::from_str(&ok(server.sng(&["kind", "get", "ws", name, "-o", "json"]))).unwrap()
 }
 
 #[test]
@@ -79,12 +90,7 @@ fn apply_get_delete_like_kubectl() {
         "workspace/pet deleted\n"
     );
     let gone = server.sng(&["kind", "get", "workspace", "pet"]);
-    assert_eq!(gone.status.code(), Some(1));
-    assert!(
-        err(&gone).starts_with("error: Workspace `pet` not found"),
-        "{}",
-        err(&gone)
-    );
+    fails_with(&gone, 1, "error: Workspace `pet` not found");
 }
 
 #[test]
@@ -116,12 +122,7 @@ fn one_invalid_document_applies_nothing() {
 
     let yaml_error = write(files.path(), "broken.yaml", "kind: [unclosed\n");
     let o = server.sng(&["apply", "-f", &yaml_error]);
-    assert_eq!(o.status.code(), Some(1));
-    assert!(
-        err(&o).starts_with(&format!("error: {yaml_error}: ")),
-        "{}",
-        err(&o)
-    );
+    fails_with(&o, 1, &format!("error: {yaml_error}: "));
 }
 
 #[test]
@@ -225,7 +226,7 @@ fn tenants_and_their_tokens() {
     let files = tempfile::tempdir().unwrap();
     let server = Server::start(data.path());
     let created = ok(server.sng(&["tenant", "create", "acme"]));
-    let token = created.lines().last().unwrap().trim().to_string();
+    let token = last_line(&created);
     assert!(token.starts_with("sng_") && token.len() > 20, "{created}");
     assert!(!created.lines().last().unwrap().contains(' '));
 
@@ -238,12 +239,7 @@ fn tenants_and_their_tokens() {
     let o = server.sng(&["kind", "get", "workspace", "pet"]);
     assert_eq!(o.status.code(), Some(1));
     let o = server.sng_as(&token, "default", &["kind", "get", "workspaces"], None);
-    assert_eq!(o.status.code(), Some(1));
-    assert!(
-        err(&o).contains("Tenant `default` not found"),
-        "{}",
-        err(&o)
-    );
+    fails(&o, 1, "Tenant `default` not found");
     let listed = ok(server.sng_as(&token, "acme", &["tenant", "list"], None));
     assert!(
         listed.contains("acme") && !listed.contains("default"),
@@ -252,8 +248,7 @@ fn tenants_and_their_tokens() {
     let all = ok(server.sng(&["tenant", "list"]));
     assert!(all.contains("acme") && all.contains("default"), "{all}");
     let o = server.sng_as(&token, "acme", &["tenant", "create", "other"], None);
-    assert_eq!(o.status.code(), Some(1));
-    assert!(err(&o).contains("platform admin"), "{}", err(&o));
+    fails(&o, 1, "platform admin");
     let prod = ok(server.sng(&["tenant", "create", "bank", "--production"]));
     assert!(prod.starts_with("tenant/bank created"));
     assert!(ok(server.sng(&["tenant", "list"]))
@@ -266,25 +261,14 @@ fn usage_and_auth_errors() {
     let data = tempfile::tempdir().unwrap();
     let server = Server::start(data.path());
     let o = server.sng(&["kind", "get", "widgets"]);
-    assert_eq!(o.status.code(), Some(2));
-    assert!(
-        err(&o).starts_with("error: unknown kind `widgets`"),
-        "{}",
-        err(&o)
-    );
+    fails_with(&o, 2, "error: unknown kind `widgets`");
     assert_eq!(server.sng(&["apply"]).status.code(), Some(2));
     let o = server.sng(&["apply", "-f", "/nonexistent/file.yaml"]);
     assert_eq!(o.status.code(), Some(2));
     let o = server.sng_as("", "default", &["kind", "get", "ws"], None);
-    assert_eq!(o.status.code(), Some(2));
-    assert!(err(&o).contains("hint:"), "{}", err(&o));
+    fails(&o, 2, "hint:");
     let o = server.sng_as("sng_wrongtoken", "default", &["kind", "get", "ws"], None);
-    assert_eq!(o.status.code(), Some(1));
-    assert!(
-        err(&o).starts_with("error: missing or invalid token"),
-        "{}",
-        err(&o)
-    );
+    fails_with(&o, 1, "error: missing or invalid token");
     assert!(!err(&o).contains("sng_wrongtoken"));
 }
 
@@ -295,8 +279,7 @@ fn stale_resource_version_is_refused() {
     let server = Server::start(data.path());
     let file = write(files.path(), "pet.yaml", &workspace("pet", "1"));
     ok(server.sng(&["apply", "-f", &file]));
-    let current: Value =
-        serde_json::from_str(&ok(server.sng(&["kind", "get", "ws", "pet", "-o", "json"]))).unwrap();
+    let current = workspace_json(&server, "pet");
     let rv = current["metadata"]["resourceVersion"]
         .as_str()
         .unwrap()
@@ -309,8 +292,7 @@ fn stale_resource_version_is_refused() {
     );
     let stale = write(files.path(), "stale.yaml", &stale);
     let o = server.sng(&["apply", "-f", &stale]);
-    assert_eq!(o.status.code(), Some(1));
-    assert!(err(&o).contains("has been modified"), "{}", err(&o));
+    fails(&o, 1, "has been modified");
 }
 
 #[test]
@@ -320,13 +302,8 @@ fn sigterm_stops_cleanly_and_restart_keeps_everything() {
     let mut server = Server::start(data.path());
     let file = write(files.path(), "pet.yaml", &workspace("pet", "1"));
     ok(server.sng(&["apply", "-f", &file]));
-    let tenant_token = ok(server.sng(&["tenant", "create", "acme"]))
-        .lines()
-        .last()
-        .unwrap()
-        .to_string();
-    let before: Value =
-        serde_json::from_str(&ok(server.sng(&["kind", "get", "ws", "pet", "-o", "json"]))).unwrap();
+    let tenant_token = server.tenant_token("acme");
+    let before = workspace_json(&server, "pet");
     let admin_before = server.token.clone();
 
     let status = server.terminate();
@@ -338,8 +315,7 @@ fn sigterm_stops_cleanly_and_restart_keeps_everything() {
         server.token, admin_before,
         "the admin token is written once"
     );
-    let after: Value =
-        serde_json::from_str(&ok(server.sng(&["kind", "get", "ws", "pet", "-o", "json"]))).unwrap();
+    let after = workspace_json(&server, "pet");
     for field in ["uid", "generation", "creationTimestamp", "tenant"] {
         assert_eq!(
             after["metadata"][field], before["metadata"][field],
@@ -392,11 +368,7 @@ fn named_contexts_like_kubeconfig_and_flags_win() {
     let cfgdir = tempfile::tempdir().unwrap();
     let cfg = cfgdir.path().join("config.yaml");
     let server = Server::start(data.path());
-    let acme_token = ok(server.sng(&["tenant", "create", "acme"]))
-        .lines()
-        .last()
-        .unwrap()
-        .to_string();
+    let acme_token = server.tenant_token("acme");
     let sng = |args: &[&str], env: &[(&str, &str)]| {
         let mut c = Command::new(SNG);
         c.args(args)

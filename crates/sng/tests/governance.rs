@@ -10,7 +10,6 @@ use std::time::Duration;
 use common::receiver::*;
 use common::*;
 use serde_json::Value;
-use sng_oci::testing::TestRegistry;
 
 const HMAC_KEY: &str = "gov-hmac-key-77aa";
 const CANARY: &str = "CANARY-gov-secret-4242";
@@ -72,44 +71,23 @@ spec:
 
 #[test]
 fn policies_events_and_records_explain_every_run() {
-    let reg = TestRegistry::start().unwrap();
-    let files = tempfile::tempdir().unwrap();
-    let module = files.path().join("m");
-    std::fs::create_dir_all(&module).unwrap();
-    std::fs::write(module.join("main.tf"), MODULE).unwrap();
-    push_dir(&reg, &module, "acme/f", "1", None);
-    let root = files.path().join("root");
-    std::fs::create_dir_all(&root).unwrap();
-    let root_s = root.display().to_string();
-    let data = tempfile::tempdir().unwrap();
+    let fx = Fixture::new();
+    fx.push_tf("acme/f", "1", MODULE);
+    let root = fx.dir("root");
     let receiver = Receiver::start(Behaviour::default());
-    let server = Server::start_runs(
-        data.path(),
-        &registry_addr(&reg),
-        &["--sandbox-rw", &root_s],
-    );
+    let server = fx.server_writing(&[&root]);
 
     // a Rego syntax error is a validation error, naming the field
     let bad = "apiVersion: tofu.stackngo.io/v1alpha1\nkind: Policy\nmetadata: {name: broken}\nspec: {enforcement: mandatory, rego: \"package x\\ndeny contains msg if {\"}\n";
     let o = server.sng_as(&server.token, "default", &["apply", "-f", "-"], Some(bad));
-    assert_eq!(o.status.code(), Some(1));
-    assert!(
-        err(&o).contains("Policy \"broken\": spec.rego:"),
-        "{}",
-        err(&o)
-    );
+    fails(&o, 1, "Policy \"broken\": spec.rego:");
 
-    let source = reg.source("acme/f");
-    ok(server.sng_as(
-        &server.token,
-        "default",
-        &["apply", "-f", "-"],
-        Some(&manifests(&source, &root, "a.txt", &receiver.url)),
-    ));
+    let source = fx.source("acme/f");
+    server.apply(&manifests(&source, &root, "a.txt", &receiver.url));
     let ws = server.settled("w");
-    assert_eq!(condition(&ws, "Ready").0, "True", "{}", ws["status"]);
+    assert_ready(&ws);
     assert!(root.join("a.txt").exists());
-    let first = server.api("/tenants/default/workspaces/w/runs")["items"][0].clone();
+    let first = server.last_run("w");
     let decisions = first["policies"].as_array().unwrap();
     assert_eq!(decisions.len(), 2, "{first}");
     let notes = decisions.iter().find(|d| d["policy"] == "notes").unwrap();
@@ -158,27 +136,10 @@ fn policies_events_and_records_explain_every_run() {
             .any(|h| h.json()["eventType"] == "workspace.ready")
             .then_some(hits)
     });
-    let types: Vec<String> = hits
-        .iter()
-        .map(|h| h.json()["eventType"].as_str().unwrap().to_string())
-        .collect();
-    assert_eq!(
-        types,
-        [
-            "run.created",
-            "run.planning",
-            "run.planned",
-            "run.policy_checked",
-            "run.applying",
-            "run.completed",
-            "workspace.ready"
-        ]
-    );
+    let types: Vec<String> = hits.iter().map(Hit::event_type).collect();
+    assert_eq!(types, [&RUN_EVENTS[..], &["workspace.ready"]].concat());
     for h in &hits {
-        assert_eq!(
-            h.headers["x-sng-signature"],
-            expected_signature(HMAC_KEY, &h.body)
-        );
+        h.assert_signed(HMAC_KEY);
         let e = h.json();
         for field in [
             "eventType",
@@ -193,23 +154,9 @@ fn policies_events_and_records_explain_every_run() {
     }
 
     // a plan that destroys is stopped by the mandatory policy before apply
-    ok(server.sng_as(
-        &server.token,
-        "default",
-        &["apply", "-f", "-"],
-        Some(&manifests(&source, &root, "b.txt", &receiver.url)),
-    ));
-    let ws = wait_for("the denial", Duration::from_secs(120), || {
-        let ws = server.settled("w");
-        (ws["status"]["observedGeneration"] == 2).then_some(ws)
-    });
-    let (status, reason, message) = condition(&ws, "Failed");
-    assert_eq!(
-        (status.as_str(), reason.as_str()),
-        ("True", "PolicyDenied"),
-        "{}",
-        ws["status"]
-    );
+    server.apply(&manifests(&source, &root, "b.txt", &receiver.url));
+    let ws = server.settled_at("w", 2);
+    let message = failed_because(&ws, "PolicyDenied");
     assert!(
         message.contains("no-destroy") && message.contains("file_document.f would be destroyed"),
         "{message}"
@@ -218,18 +165,15 @@ fn policies_events_and_records_explain_every_run() {
         root.join("a.txt").exists() && !root.join("b.txt").exists(),
         "nothing applied"
     );
-    let denied = server.api("/tenants/default/workspaces/w/runs")["items"][0].clone();
-    assert_eq!(denied["reason"], "PolicyDenied");
+    assert_eq!(server.last_run("w")["reason"], "PolicyDenied");
 
     // no secret in run records, events, logs, statuses
-    let mut everything = server.api("/tenants/default/workspaces/w/runs").to_string();
+    let runs = server.runs("w");
+    let mut everything = runs.to_string();
     everything.push_str(&server.workspace("w").to_string());
     everything.push_str(&ok(server.sng(&["events", "-o", "json"])));
-    for r in server.api("/tenants/default/workspaces/w/runs")["items"]
-        .as_array()
-        .unwrap()
-    {
-        everything.push_str(&ok(server.sng(&["logs", r["id"].as_str().unwrap()])));
+    for r in runs["items"].as_array().unwrap() {
+        everything.push_str(&server.logs(r["id"].as_str().unwrap()));
     }
     for h in receiver.hits() {
         everything.push_str(&String::from_utf8_lossy(&h.body));

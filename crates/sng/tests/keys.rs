@@ -90,8 +90,7 @@ fn key_rotation_keeps_every_secret_readable() {
     let files = tempfile::tempdir().unwrap();
     let dir = data.path();
     let mut server = Server::start(dir);
-    let created = ok(server.sng(&["tenant", "create", "acme"]));
-    let acme_token = created.lines().last().unwrap().trim().to_string();
+    let acme_token = server.tenant_token("acme");
     for (tenant, name, body) in SECRETS {
         let file = write(
             files.path(),
@@ -109,22 +108,18 @@ fn key_rotation_keeps_every_secret_readable() {
     assert_eq!(before[3]["data"]["token"], "Q0FOQVJZLWFjbWUtYXBp");
 
     // the data key of a tenant, over the API: platform admin only, 404 for another tenant
-    let http = reqwest::blocking::Client::new();
     let rotate = |tenant: &str, token: &str| {
-        http.post(format!("{}/api/v1/tenants/{tenant}/rotate-key", server.url))
-            .bearer_auth(token)
-            .send()
-            .unwrap()
+        let path = format!("/api/v1/tenants/{tenant}/rotate-key");
+        server.call("POST", token, &path, None)
     };
-    let r = rotate("acme", &server.token);
-    assert_eq!(r.status(), 200);
-    let answer: Value = r.json().unwrap();
+    let (code, answer) = rotate("acme", &server.token);
+    assert_eq!(code, 200);
     assert_eq!(answer["tenant"], "acme");
     assert_eq!(answer["keyVersion"], 2);
     assert_eq!(answer["resealed"]["secrets"], 2);
-    assert_eq!(rotate("acme", &acme_token).status(), 403);
-    assert_eq!(rotate("default", &acme_token).status(), 404);
-    assert_eq!(rotate("nobody", &server.token).status(), 404);
+    assert_eq!(rotate("acme", &acme_token).0, 403);
+    assert_eq!(rotate("default", &acme_token).0, 404);
+    assert_eq!(rotate("nobody", &server.token).0, 404);
     assert_eq!(read_all(&server), before);
 
     // the master key, offline: refused while the server runs

@@ -8,33 +8,15 @@ use std::time::Duration;
 
 use common::*;
 use serde_json::Value;
-use sng_oci::testing::TestRegistry;
-
-fn module(dir: &Path, name: &str, body: &str) -> std::path::PathBuf {
-    let m = dir.join("modules").join(name);
-    std::fs::create_dir_all(&m).unwrap();
-    std::fs::write(m.join("main.tf"), body).unwrap();
-    m
-}
-
-fn until(server: &Server, name: &str, what: &str, check: impl Fn(&Value) -> bool) -> Value {
-    wait_for(&format!("{name}: {what}"), Duration::from_secs(180), || {
-        let ws = server.workspace(name);
-        check(&ws).then_some(ws)
-    })
-}
 
 fn ready(ws: &Value) -> bool {
-    condition(ws, "Ready").0 == "True"
+    is_ready(ws)
         && ws["status"]["observedGeneration"] == ws["metadata"]["generation"]
         && ws["status"].get("activeJob").is_none()
 }
 
 fn runs(server: &Server, name: &str) -> Vec<Value> {
-    server.api(&format!("/tenants/default/workspaces/{name}/runs"))["items"]
-        .as_array()
-        .unwrap()
-        .clone()
+    server.runs(name)["items"].as_array().unwrap().clone()
 }
 
 const NET: &str = "variable \"cidr\" {\n  type = string\n}\nresource \"terraform_data\" \"n\" { input = var.cidr }\noutput \"subnet_id\" { value = \"subnet-${terraform_data.n.output}\" }\n";
@@ -43,36 +25,23 @@ const APP: &str = "variable \"db_id\" {\n  type = string\n}\nresource \"terrafor
 
 #[test]
 fn a_three_level_chain_passes_outputs_down_and_plans_with_a_default_first() {
-    let reg = TestRegistry::start().unwrap();
-    let files = tempfile::tempdir().unwrap();
+    let fx = Fixture::new();
     for (n, body) in [("net", NET), ("db", DB), ("app", APP)] {
-        push_dir(
-            &reg,
-            &module(files.path(), n, body),
-            &format!("acme/{n}"),
-            "1",
-            None,
-        );
+        fx.push_tf(&format!("acme/{n}"), "1", body);
     }
-    let data = tempfile::tempdir().unwrap();
-    let server = Server::start_runs(data.path(), &registry_addr(&reg), &[]);
+    let server = fx.server(&[]);
     let ws = |name: &str, extra: &str| {
-        format!("apiVersion: tofu.stackngo.io/v1alpha1\nkind: Workspace\nmetadata: {{name: {name}}}\nspec:\n  module: {{source: {}, tag: \"1\"}}\n{extra}", reg.source(&format!("acme/{name}")))
+        workspace_manifest(name, &fx.source(&format!("acme/{name}")), "1", extra)
     };
     let db = ws(
         "db",
         "  varsFrom:\n    - workspaceOutputRef: {name: net, output: subnet_id}\n",
     );
     let app = ws("app", "  varsFrom:\n    - workspaceOutputRef: {name: db, output: db_id}\n      default: db-mock\n");
-    ok(server.sng_as(
-        &server.token,
-        "default",
-        &["apply", "-f", "-"],
-        Some(&format!("{db}---\n{app}")),
-    ));
+    server.apply(&format!("{db}---\n{app}"));
 
     // before the parents exist: db waits, app plans with its default and never applies
-    let db_ws = until(&server, "db", "waiting for net", |w| {
+    let db_ws = server.until("db", "waiting for net", |w| {
         condition(w, "Ready").1 == "DependencyNotReady"
     });
     assert!(
@@ -80,7 +49,7 @@ fn a_three_level_chain_passes_outputs_down_and_plans_with_a_default_first() {
         "{}",
         db_ws["status"]
     );
-    let app_ws = until(&server, "app", "a plan with the default", |w| {
+    let app_ws = server.until("app", "a plan with the default", |w| {
         w["status"]["lastPlan"].is_object() && w["status"].get("activeJob").is_none()
     });
     assert_eq!(app_ws["status"]["lastPlan"]["add"], 1);
@@ -94,13 +63,8 @@ fn a_three_level_chain_passes_outputs_down_and_plans_with_a_default_first() {
         || r["plannedWithDefaults"] == true));
 
     // the root arrives: everything converges, outputs flow down
-    ok(server.sng_as(
-        &server.token,
-        "default",
-        &["apply", "-f", "-"],
-        Some(&ws("net", "  vars: {cidr: 10.0.0.0/16}\n")),
-    ));
-    until(&server, "app", "Ready", ready);
+    server.apply(&ws("net", "  vars: {cidr: 10.0.0.0/16}\n"));
+    server.until("app", "Ready", ready);
     assert_eq!(
         secret_value(&server, "app-outputs", "url"),
         "https://app/db-in-subnet-10.0.0.0/16"
@@ -114,12 +78,7 @@ fn a_three_level_chain_passes_outputs_down_and_plans_with_a_default_first() {
     assert!(dep["outputsHash"].as_str().unwrap().starts_with("sha256:"));
 
     // a change at the root re-runs the children whose inputs changed
-    ok(server.sng_as(
-        &server.token,
-        "default",
-        &["apply", "-f", "-"],
-        Some(&ws("net", "  vars: {cidr: 10.1.0.0/16}\n")),
-    ));
+    server.apply(&ws("net", "  vars: {cidr: 10.1.0.0/16}\n"));
     wait_for("the new url", Duration::from_secs(180), || {
         (secret_value(&server, "app-outputs", "url") == "https://app/db-in-subnet-10.1.0.0/16"
             && ready(&server.workspace("app")))
@@ -146,41 +105,22 @@ fn file_workspace(source: &str, name: &str, root: &Path, content: &str, extra: &
 
 #[test]
 fn manual_approval_and_a_stale_approved_plan() {
-    let reg = TestRegistry::start().unwrap();
-    let files = tempfile::tempdir().unwrap();
-    push_dir(
-        &reg,
-        &module(files.path(), "f", FILE_MODULE),
-        "acme/f",
-        "1",
-        None,
-    );
-    let root = files.path().join("root");
-    std::fs::create_dir_all(&root).unwrap();
-    let data = tempfile::tempdir().unwrap();
-    let root_s = root.display().to_string();
-    let server = Server::start_runs(
-        data.path(),
-        &registry_addr(&reg),
-        &["--sandbox-rw", &root_s],
-    );
-    let source = reg.source("acme/f");
+    let fx = Fixture::new();
+    fx.push_tf("acme/f", "1", FILE_MODULE);
+    let root = fx.dir("root");
+    let server = fx.server_writing(&[&root]);
+    let source = fx.source("acme/f");
     let apply = |content: &str| {
-        ok(server.sng_as(
-            &server.token,
-            "default",
-            &["apply", "-f", "-"],
-            Some(&file_workspace(
-                &source,
-                "w",
-                &root,
-                content,
-                "  approval: manual\n",
-            )),
+        server.apply(&file_workspace(
+            &source,
+            "w",
+            &root,
+            content,
+            "  approval: manual\n",
         ))
     };
     apply("v1");
-    let ws = until(&server, "w", "awaiting approval", |w| {
+    let ws = server.until("w", "awaiting approval", |w| {
         condition(w, "AwaitingApproval").0 == "True"
     });
     let plan1 = ws["status"]["lastPlan"]["id"].as_str().unwrap().to_string();
@@ -190,10 +130,9 @@ fn manual_approval_and_a_stale_approved_plan() {
     );
     // a wrong id is refused
     let o = server.sng(&["approve", "workspace", "w", "plan-0000000000000000"]);
-    assert_eq!(o.status.code(), Some(1));
-    assert!(err(&o).contains(&plan1), "{}", err(&o));
+    fails(&o, 1, &plan1);
     ok(server.sng(&["approve", "workspace", "w", &plan1]));
-    until(&server, "w", "Ready", ready);
+    server.until("w", "Ready", ready);
     assert_eq!(std::fs::read_to_string(root.join("f.txt")).unwrap(), "v1");
     let approved = runs(&server, "w")
         .into_iter()
@@ -203,7 +142,7 @@ fn manual_approval_and_a_stale_approved_plan() {
 
     // a new plan awaits; reality changes out of band; the approved plan is no longer true
     apply("v2");
-    let ws = until(&server, "w", "the second plan", |w| {
+    let ws = server.until("w", "the second plan", |w| {
         condition(w, "AwaitingApproval").0 == "True"
             && w["status"]["lastPlan"]["id"] != plan1.as_str()
     });
@@ -217,7 +156,7 @@ fn manual_approval_and_a_stale_approved_plan() {
     let o = server.sng(&["approve", "workspace", "w", &plan1]);
     assert_eq!(o.status.code(), Some(1));
     ok(server.sng(&["approve", "workspace", "w", &plan2]));
-    let ws = until(&server, "w", "the rejection", |w| {
+    let ws = server.until("w", "the rejection", |w| {
         w["status"]["lastApply"]["result"] == "Rejected" && w["status"].get("activeJob").is_none()
     });
     assert_eq!(
@@ -242,44 +181,24 @@ fn manual_approval_and_a_stale_approved_plan() {
     );
     assert_ne!(rejected["plan"]["hash"], hash2.as_str());
     ok(server.sng(&["approve", "workspace", "w", &plan3]));
-    until(&server, "w", "Ready", ready);
+    server.until("w", "Ready", ready);
     assert_eq!(std::fs::read_to_string(root.join("f.txt")).unwrap(), "v2");
 }
 
 #[test]
 fn drift_is_detected_by_a_refresh_plan() {
-    let reg = TestRegistry::start().unwrap();
-    let files = tempfile::tempdir().unwrap();
-    push_dir(
-        &reg,
-        &module(files.path(), "f", FILE_MODULE),
-        "acme/f",
-        "1",
-        None,
-    );
-    let root = files.path().join("root");
-    std::fs::create_dir_all(&root).unwrap();
-    let data = tempfile::tempdir().unwrap();
-    let root_s = root.display().to_string();
-    let server = Server::start_runs(
-        data.path(),
-        &registry_addr(&reg),
-        &["--sandbox-rw", &root_s],
-    );
-    let manifest = file_workspace(
-        &reg.source("acme/f"),
+    let fx = Fixture::new();
+    fx.push_tf("acme/f", "1", FILE_MODULE);
+    let root = fx.dir("root");
+    let server = fx.server_writing(&[&root]);
+    server.apply(&file_workspace(
+        &fx.source("acme/f"),
         "d",
         &root,
         "hello",
         "  refresh: {interval: 1h, mode: plan}\n",
-    );
-    ok(server.sng_as(
-        &server.token,
-        "default",
-        &["apply", "-f", "-"],
-        Some(&manifest),
     ));
-    let ws = until(&server, "d", "Ready", ready);
+    let ws = server.until("d", "Ready", ready);
     assert!(
         ws["status"]["nextRunAt"].is_string(),
         "the next refresh is shown: {}",
@@ -287,7 +206,7 @@ fn drift_is_detected_by_a_refresh_plan() {
     );
     std::fs::write(root.join("f.txt"), "changed outside").unwrap();
     ok(server.sng(&["refresh", "workspace", "d"]));
-    let ws = until(&server, "d", "Drifted", |w| {
+    let ws = server.until("d", "Drifted", |w| {
         condition(w, "Drifted").0 == "True" && w["status"].get("activeJob").is_none()
     });
     assert_eq!(condition(&ws, "Drifted").1, "DriftDetected");
@@ -306,26 +225,11 @@ fn drift_is_detected_by_a_refresh_plan() {
 
 #[test]
 fn destroy_runs_children_first_and_cycles_are_reported() {
-    let reg = TestRegistry::start().unwrap();
-    let files = tempfile::tempdir().unwrap();
-    push_dir(
-        &reg,
-        &module(files.path(), "f", FILE_MODULE),
-        "acme/f",
-        "1",
-        None,
-    );
-    let data = tempfile::tempdir().unwrap();
-    let (rp, rc) = (files.path().join("p"), files.path().join("c"));
-    std::fs::create_dir_all(&rp).unwrap();
-    std::fs::create_dir_all(&rc).unwrap();
-    let (sp, sc) = (rp.display().to_string(), rc.display().to_string());
-    let server = Server::start_runs(
-        data.path(),
-        &registry_addr(&reg),
-        &["--sandbox-rw", &sp, "--sandbox-rw", &sc],
-    );
-    let src = reg.source("acme/f");
+    let fx = Fixture::new();
+    fx.push_tf("acme/f", "1", FILE_MODULE);
+    let (rp, rc) = (fx.dir("p"), fx.dir("c"));
+    let server = fx.server_writing(&[&rp, &rc]);
+    let src = fx.source("acme/f");
     let parent = file_workspace(&src, "p", &rp, "parent", "  deletionPolicy: Destroy\n");
     let child = file_workspace(
         &src,
@@ -334,17 +238,12 @@ fn destroy_runs_children_first_and_cycles_are_reported() {
         "child",
         "  deletionPolicy: Destroy\n  dependsOn: [{name: p}]\n",
     );
-    ok(server.sng_as(
-        &server.token,
-        "default",
-        &["apply", "-f", "-"],
-        Some(&format!("{parent}---\n{child}")),
-    ));
-    until(&server, "c", "Ready", ready);
+    server.apply(&format!("{parent}---\n{child}"));
+    server.until("c", "Ready", ready);
     assert!(rp.join("f.txt").exists() && rc.join("f.txt").exists());
 
     assert!(out(&server.sng(&["kind", "delete", "workspace", "p"])).contains("deleting"));
-    let p = until(&server, "p", "blocked", |w| {
+    let p = server.until("p", "blocked", |w| {
         condition(w, "Ready").1 == "BlockedByDependents"
     });
     assert!(condition(&p, "Ready").2.contains('c'), "{}", p["status"]);
@@ -373,20 +272,14 @@ fn destroy_runs_children_first_and_cycles_are_reported() {
             .filter(|c| *c == 1)
     });
     assert!(!rp.join("f.txt").exists(), "then the parent's");
-    let all = server.api("/tenants/default/workspaces/p/runs");
-    assert_eq!(all["items"][0]["operation"], "destroy");
+    assert_eq!(server.last_run("p")["operation"], "destroy");
 
     // a cycle
     let x = "apiVersion: tofu.stackngo.io/v1alpha1\nkind: Workspace\nmetadata: {name: x}\nspec:\n  module: {source: oci://127.0.0.1:1/none}\n  dependsOn: [{name: y}]\n";
     let y = "apiVersion: tofu.stackngo.io/v1alpha1\nkind: Workspace\nmetadata: {name: y}\nspec:\n  module: {source: oci://127.0.0.1:1/none}\n  dependsOn: [{name: x}]\n";
-    ok(server.sng_as(
-        &server.token,
-        "default",
-        &["apply", "-f", "-"],
-        Some(&format!("{x}---\n{y}")),
-    ));
+    server.apply(&format!("{x}---\n{y}"));
     for n in ["x", "y"] {
-        let w = until(&server, n, "DependencyCycle", |w| {
+        let w = server.until(n, "DependencyCycle", |w| {
             condition(w, "Ready").1 == "DependencyCycle"
         });
         assert!(condition(&w, "Ready").2.contains("x") && condition(&w, "Ready").2.contains("y"));
@@ -399,56 +292,45 @@ fn destroy_runs_children_first_and_cycles_are_reported() {
 
 #[test]
 fn a_secret_created_after_the_workspace_starts_the_run_and_module_checks_come_first() {
-    let reg = TestRegistry::start().unwrap();
-    push_module(&reg, "pet", "acme/pet", "1", None);
-    let files = tempfile::tempdir().unwrap();
-    push_dir(
-        &reg,
-        &module(files.path(), "f", FILE_MODULE),
-        "acme/f",
+    let fx = Fixture::new();
+    fx.push_example("pet", "acme/pet", "1");
+    fx.push_tf("acme/f", "1", FILE_MODULE);
+    let server = fx.server(&[]);
+    let pet = fx.source("acme/pet");
+    server.apply(&workspace_manifest(
+        "late",
+        &pet,
         "1",
-        None,
-    );
-    let data = tempfile::tempdir().unwrap();
-    let server = Server::start_runs(data.path(), &registry_addr(&reg), &[]);
-    let ws = format!(
-        "apiVersion: tofu.stackngo.io/v1alpha1\nkind: Workspace\nmetadata: {{name: late}}\nspec:\n  module: {{source: {}, tag: \"1\"}}\n  varsFrom:\n    - secretRef: {{name: pet-settings}}\n",
-        reg.source("acme/pet")
-    );
-    ok(server.sng_as(&server.token, "default", &["apply", "-f", "-"], Some(&ws)));
-    let w = until(&server, "late", "SecretNotFound", |w| {
+        "  varsFrom:\n    - secretRef: {name: pet-settings}\n",
+    ));
+    let w = server.until("late", "SecretNotFound", |w| {
         condition(w, "Ready").1 == "SecretNotFound"
     });
     assert!(condition(&w, "Ready").2.contains("pet-settings"));
     let secret = "apiVersion: v1\nkind: Secret\nmetadata: {name: pet-settings}\nstringData: {prefix: late, length: \"1\"}\n";
-    ok(server.sng_as(
-        &server.token,
-        "default",
-        &["apply", "-f", "-"],
-        Some(secret),
-    ));
-    until(&server, "late", "Ready", ready);
+    server.apply(secret);
+    server.until("late", "Ready", ready);
     assert_eq!(secret_value(&server, "late-outputs", "name"), "late-pet0");
 
     // an import target absent from the module, and a Provider that does not match: no engine run
-    let bad_import = format!(
-        "apiVersion: tofu.stackngo.io/v1alpha1\nkind: Workspace\nmetadata: {{name: imp}}\nspec:\n  module: {{source: {}, tag: \"1\"}}\n  imports: [{{to: terraform_data.nope, id: x}}]\n",
-        reg.source("acme/pet")
+    let bad_import = workspace_manifest(
+        "imp",
+        &pet,
+        "1",
+        "  imports: [{to: terraform_data.nope, id: x}]\n",
     );
     let mismatch = format!(
-        "apiVersion: tofu.stackngo.io/v1alpha1\nkind: Provider\nmetadata: {{name: wrong}}\nspec: {{source: hashicorp/file}}\n---\napiVersion: tofu.stackngo.io/v1alpha1\nkind: Workspace\nmetadata: {{name: mis}}\nspec:\n  module: {{source: {}, tag: \"1\"}}\n  providers: [{{name: wrong}}]\n  vars: {{content: x}}\n",
-        reg.source("acme/f")
+        "apiVersion: tofu.stackngo.io/v1alpha1\nkind: Provider\nmetadata: {{name: wrong}}\nspec: {{source: hashicorp/file}}\n---\n{}",
+        workspace_manifest(
+            "mis",
+            &fx.source("acme/f"),
+            "1",
+            "  providers: [{name: wrong}]\n  vars: {content: x}\n",
+        )
     );
-    ok(server.sng_as(
-        &server.token,
-        "default",
-        &["apply", "-f", "-"],
-        Some(&format!("{bad_import}---\n{mismatch}")),
-    ));
+    server.apply(&format!("{bad_import}---\n{mismatch}"));
     for (name, reason) in [("imp", "ImportTargetMissing"), ("mis", "ProviderMismatch")] {
-        let w = until(&server, name, reason, |w| {
-            condition(w, "Failed").1 == reason
-        });
+        let w = server.until(name, reason, |w| condition(w, "Failed").1 == reason);
         assert!(w["status"]["consecutiveFailures"].as_i64().unwrap() >= 1);
         assert!(
             runs(&server, name)[0].get("steps").is_none(),
@@ -459,34 +341,30 @@ fn a_secret_created_after_the_workspace_starts_the_run_and_module_checks_come_fi
 
 #[test]
 fn a_restart_with_ready_workspaces_starts_no_run_and_kill_9_is_recovered() {
-    let reg = TestRegistry::start().unwrap();
-    push_module(&reg, "pet", "acme/pet", "1", None);
-    let files = tempfile::tempdir().unwrap();
-    let slow = module(files.path(), "slow", "resource \"terraform_data\" \"s\" {\n  input = \"x\"\n  provisioner \"local-exec\" {\n    command = \"sleep 3\"\n  }\n}\n");
-    push_dir(&reg, &slow, "acme/slow", "1", None);
-    let data = tempfile::tempdir().unwrap();
-    let mut server = Server::start_runs(data.path(), &registry_addr(&reg), &[]);
+    let fx = Fixture::new();
+    fx.push_example("pet", "acme/pet", "1");
+    fx.push_tf("acme/slow", "1", "resource \"terraform_data\" \"s\" {\n  input = \"x\"\n  provisioner \"local-exec\" {\n    command = \"sleep 3\"\n  }\n}\n");
+    let mut server = fx.server(&[]);
     let pets: String = (1..=3)
-        .map(|i| format!("---\napiVersion: tofu.stackngo.io/v1alpha1\nkind: Workspace\nmetadata: {{name: pet{i}}}\nspec:\n  module: {{source: {}, tag: \"1\"}}\n", reg.source("acme/pet")))
+        .map(|i| {
+            let ws = workspace_manifest(&format!("pet{i}"), &fx.source("acme/pet"), "1", "");
+            format!("---\n{ws}")
+        })
         .collect();
-    ok(server.sng_as(&server.token, "default", &["apply", "-f", "-"], Some(&pets)));
+    server.apply(&pets);
     for i in 1..=3 {
-        until(&server, &format!("pet{i}"), "Ready", ready);
+        server.until(&format!("pet{i}"), "Ready", ready);
     }
     assert!(server.terminate().success());
-    let mut server = Server::start_runs(data.path(), &registry_addr(&reg), &[]);
+    let mut server = fx.server(&[]);
     wait_for("two reconcile passes", Duration::from_secs(60), || {
         (server.api("/stats")["reconcilePasses"].as_u64() >= Some(2)).then_some(())
     });
-    ok(server.sng(&[
-        "apply",
-        "-f",
-        &write(
-            files.path(),
-            "noop.yaml",
-            "apiVersion: v1\nkind: Secret\nmetadata: {name: wake}\nstringData: {a: b}\n",
-        ),
-    ]));
+    server.apply_file(
+        fx.files.path(),
+        "noop.yaml",
+        "apiVersion: v1\nkind: Secret\nmetadata: {name: wake}\nstringData: {a: b}\n",
+    );
     wait_for("a pass after a change", Duration::from_secs(60), || {
         (server.api("/stats")["reconcilePasses"].as_u64() >= Some(3)).then_some(())
     });
@@ -497,33 +375,26 @@ fn a_restart_with_ready_workspaces_starts_no_run_and_kill_9_is_recovered() {
     );
 
     // kill -9 during an apply: the run is recorded Interrupted, the lock released, the next run re-plans
-    let slow_ws = format!("apiVersion: tofu.stackngo.io/v1alpha1\nkind: Workspace\nmetadata: {{name: slow}}\nspec:\n  module: {{source: {}, tag: \"1\"}}\n", reg.source("acme/slow"));
-    ok(server.sng_as(
-        &server.token,
-        "default",
-        &["apply", "-f", "-"],
-        Some(&slow_ws),
+    server.apply(&workspace_manifest(
+        "slow",
+        &fx.source("acme/slow"),
+        "1",
+        "",
     ));
-    until(&server, "slow", "Applying", |w| {
-        condition(w, "Applying").0 == "True"
-    });
+    server.until("slow", "Applying", |w| condition(w, "Applying").0 == "True");
     wait_for("the lock", Duration::from_secs(60), || {
-        server.api("/tenants/default/workspaces/slow/state")["lock"]
-            .is_object()
-            .then_some(())
+        server.state("slow")["lock"].is_object().then_some(())
     });
-    let mut child = server.child.take().unwrap();
-    child.kill().unwrap(); // SIGKILL
-    child.wait().unwrap();
-    let server = Server::start_runs(data.path(), &registry_addr(&reg), &[]);
+    server.kill9();
+    let server = fx.server(&[]);
     let cut = runs(&server, "slow")
         .into_iter()
         .find(|r| r["phase"] == "Interrupted")
         .expect("the cut run is recorded");
     assert!(cut["message"].as_str().unwrap().contains("server stop"));
-    let ws = until(&server, "slow", "Ready after the restart", ready);
+    let ws = server.until("slow", "Ready after the restart", ready);
     assert_eq!(ws["status"]["lastApply"]["result"], "Succeeded");
-    assert!(server.api("/tenants/default/workspaces/slow/state")["lock"].is_null());
+    assert!(server.state("slow")["lock"].is_null());
     let after = runs(&server, "slow");
     assert_eq!(
         after.iter().filter(|r| r["phase"] == "Succeeded").count(),

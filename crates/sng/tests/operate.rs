@@ -3,19 +3,10 @@
 
 mod common;
 
-use std::path::Path;
 use std::time::Duration;
 
 use common::*;
 use serde_json::Value;
-use sng_oci::testing::TestRegistry;
-
-fn module(dir: &Path, name: &str, body: &str) -> std::path::PathBuf {
-    let m = dir.join(name);
-    std::fs::create_dir_all(&m).unwrap();
-    std::fs::write(m.join("main.tf"), body).unwrap();
-    m
-}
 
 fn chain(server: &Server, name: &str) -> Vec<Value> {
     serde_json::from_str(&ok(server.sng(&[
@@ -28,33 +19,44 @@ fn chain(server: &Server, name: &str) -> Vec<Value> {
     .unwrap()
 }
 
+/// Poll the chain of a workspace until `check` holds: the chain.
+fn chain_until(
+    server: &Server,
+    name: &str,
+    what: &str,
+    check: impl Fn(&[Value]) -> bool,
+) -> Vec<Value> {
+    wait_for(what, Duration::from_secs(120), || {
+        let c = chain(server, name);
+        check(&c).then_some(c)
+    })
+}
+
 #[test]
 fn explain_follows_the_chain_and_says_what_to_do() {
-    let reg = TestRegistry::start().unwrap();
-    push_module(&reg, "pet", "acme/pet", "1", None);
-    let files = tempfile::tempdir().unwrap();
-    let db = module(files.path(), "db", "variable \"password\" {\n  type = string\n  sensitive = true\n}\nresource \"terraform_data\" \"d\" {}\noutput \"id\" { value = terraform_data.d.id }\n");
-    push_dir(&reg, &db, "acme/db", "1", None);
-    let data = tempfile::tempdir().unwrap();
-    let server = Server::start_runs(data.path(), &registry_addr(&reg), &[]);
-    let manifests = format!(
-        "apiVersion: tofu.stackngo.io/v1alpha1\nkind: Workspace\nmetadata: {{name: db}}\nspec:\n  module: {{source: {}, tag: \"1\"}}\n  varsFrom:\n    - secretRef: {{name: db-creds, key: password}}\n---\napiVersion: tofu.stackngo.io/v1alpha1\nkind: Workspace\nmetadata: {{name: app}}\nspec:\n  module: {{source: {}, tag: \"1\"}}\n  dependsOn: [{{name: db}}]\n---\napiVersion: tofu.stackngo.io/v1alpha1\nkind: Workspace\nmetadata: {{name: gate}}\nspec:\n  module: {{source: {}, tag: \"1\"}}\n  approval: manual\n---\napiVersion: tofu.stackngo.io/v1alpha1\nkind: Workspace\nmetadata: {{name: paused}}\nspec:\n  module: {{source: {}, tag: \"1\"}}\n  suspend: true\n",
-        reg.source("acme/db"),
-        reg.source("acme/pet"),
-        reg.source("acme/pet"),
-        reg.source("acme/pet")
+    let fx = Fixture::new();
+    fx.push_example("pet", "acme/pet", "1");
+    fx.push_tf("acme/db", "1", "variable \"password\" {\n  type = string\n  sensitive = true\n}\nresource \"terraform_data\" \"d\" {}\noutput \"id\" { value = terraform_data.d.id }\n");
+    let server = fx.server(&[]);
+    let (db, pet) = (fx.source("acme/db"), fx.source("acme/pet"));
+    server.apply(
+        &[
+            workspace_manifest(
+                "db",
+                &db,
+                "1",
+                "  varsFrom:\n    - secretRef: {name: db-creds, key: password}\n",
+            ),
+            workspace_manifest("app", &pet, "1", "  dependsOn: [{name: db}]\n"),
+            workspace_manifest("gate", &pet, "1", "  approval: manual\n"),
+            workspace_manifest("paused", &pet, "1", "  suspend: true\n"),
+        ]
+        .join("---\n"),
     );
-    ok(server.sng_as(
-        &server.token,
-        "default",
-        &["apply", "-f", "-"],
-        Some(&manifests),
-    ));
 
     // app waits for db, which waits for a secret: the chain says so, with the command to run
-    let c = wait_for("the chain", Duration::from_secs(60), || {
-        let c = chain(&server, "app");
-        (c.len() >= 2 && c[1]["reason"] == "SecretNotFound").then_some(c)
+    let c = chain_until(&server, "app", "the chain", |c| {
+        c.len() >= 2 && c[1]["reason"] == "SecretNotFound"
     });
     assert_eq!(
         (c[0]["workspace"].as_str(), c[0]["state"].as_str()),
@@ -79,9 +81,8 @@ fn explain_follows_the_chain_and_says_what_to_do() {
     );
 
     // awaiting approval: the plan id and the approve command
-    let c = wait_for("awaiting approval", Duration::from_secs(120), || {
-        let c = chain(&server, "gate");
-        (c[0]["state"] == "AwaitingApproval").then_some(c)
+    let c = chain_until(&server, "gate", "awaiting approval", |c| {
+        c[0]["state"] == "AwaitingApproval"
     });
     let plan = server.workspace("gate")["status"]["lastPlan"]["id"]
         .as_str()
@@ -96,25 +97,25 @@ fn explain_follows_the_chain_and_says_what_to_do() {
     assert_eq!(chain(&server, "paused")[0]["state"], "Suspended");
 
     // once the secret exists, everything converges and says Ready
-    ok(server.sng_as(&server.token, "default", &["apply", "-f", "-"], Some("apiVersion: v1\nkind: Secret\nmetadata: {name: db-creds}\nstringData: {password: CANARY-explain-1}\n")));
-    let c = wait_for("Ready", Duration::from_secs(120), || {
-        let c = chain(&server, "app");
-        (c[0]["state"] == "Ready").then_some(c)
-    });
+    server.apply("apiVersion: v1\nkind: Secret\nmetadata: {name: db-creds}\nstringData: {password: CANARY-explain-1}\n");
+    let c = chain_until(&server, "app", "Ready", |c| c[0]["state"] == "Ready");
     assert!(c[0]["message"].as_str().unwrap().contains("succeeded"));
     assert!(!ok(server.sng(&["explain", "workspace", "db", "-o", "json"])).contains("CANARY"));
 
     // a failing module: the failure, the backoff, the log to read
-    let broken = module(
-        files.path(),
-        "broken",
+    fx.push_tf(
+        "acme/broken",
+        "1",
         "resource \"terraform_data\" \"x\" { input = var.nope }\n",
     );
-    push_dir(&reg, &broken, "acme/broken", "1", None);
-    ok(server.sng_as(&server.token, "default", &["apply", "-f", "-"], Some(&format!("apiVersion: tofu.stackngo.io/v1alpha1\nkind: Workspace\nmetadata: {{name: broken}}\nspec:\n  module: {{source: {}, tag: \"1\"}}\n", reg.source("acme/broken")))));
-    let c = wait_for("the failure", Duration::from_secs(120), || {
-        let c = chain(&server, "broken");
-        (c[0]["state"] == "Failed").then_some(c)
+    server.apply(&workspace_manifest(
+        "broken",
+        &fx.source("acme/broken"),
+        "1",
+        "",
+    ));
+    let c = chain_until(&server, "broken", "the failure", |c| {
+        c[0]["state"] == "Failed"
     });
     let msg = c[0]["message"].as_str().unwrap();
     assert!(
@@ -130,44 +131,26 @@ const FILE_MODULE: &str = "terraform {\n  required_providers {\n    file = { sou
 
 #[test]
 fn drift_shows_the_resources_and_attributes_changed_outside() {
-    let reg = TestRegistry::start().unwrap();
-    let files = tempfile::tempdir().unwrap();
-    push_dir(
-        &reg,
-        &module(files.path(), "f", FILE_MODULE),
-        "acme/f",
-        "1",
-        None,
-    );
-    let root = files.path().join("root");
-    std::fs::create_dir_all(&root).unwrap();
-    let root_s = root.display().to_string();
-    let data = tempfile::tempdir().unwrap();
-    let server = Server::start_runs(
-        data.path(),
-        &registry_addr(&reg),
-        &["--sandbox-rw", &root_s],
-    );
-    let manifests = format!(
-        "apiVersion: v1\nkind: Secret\nmetadata: {{name: t}}\nstringData: {{token: CANARY-drift-9}}\n---\napiVersion: tofu.stackngo.io/v1alpha1\nkind: Provider\nmetadata: {{name: files}}\nspec: {{source: example.com/sng/file, config: {{root: {root_s}}}}}\n---\napiVersion: tofu.stackngo.io/v1alpha1\nkind: Workspace\nmetadata: {{name: d}}\nspec:\n  module: {{source: {}, tag: \"1\"}}\n  providers: [{{name: files}}]\n  varsFrom: [{{secretRef: {{name: t, key: token}}}}]\n  refresh: {{interval: 1h}}\n",
-        reg.source("acme/f")
-    );
-    ok(server.sng_as(
-        &server.token,
-        "default",
-        &["apply", "-f", "-"],
-        Some(&manifests),
+    let fx = Fixture::new();
+    fx.push_tf("acme/f", "1", FILE_MODULE);
+    let root = fx.dir("root");
+    let server = fx.server_writing(&[&root]);
+    server.apply(&format!(
+        "apiVersion: v1\nkind: Secret\nmetadata: {{name: t}}\nstringData: {{token: CANARY-drift-9}}\n---\napiVersion: tofu.stackngo.io/v1alpha1\nkind: Provider\nmetadata: {{name: files}}\nspec: {{source: example.com/sng/file, config: {{root: {}}}}}\n---\n{}",
+        root.display(),
+        workspace_manifest(
+            "d",
+            &fx.source("acme/f"),
+            "1",
+            "  providers: [{name: files}]\n  varsFrom: [{secretRef: {name: t, key: token}}]\n  refresh: {interval: 1h}\n",
+        )
     ));
-    wait_for("Ready", Duration::from_secs(120), || {
-        (condition(&server.settled("d"), "Ready").0 == "True").then_some(())
-    });
+    server.settled_with("d", "Ready");
     assert!(ok(server.sng(&["drift", "workspace", "d"]))
         .contains("no change made outside the platform"));
     std::fs::write(root.join("f.txt"), "hacked\nCANARY-drift-9\n").unwrap();
     ok(server.sng(&["refresh", "workspace", "d"]));
-    wait_for("Drifted", Duration::from_secs(120), || {
-        (condition(&server.settled("d"), "Drifted").0 == "True").then_some(())
-    });
+    server.settled_with("d", "Drifted");
     let text = ok(server.sng(&["drift", "workspace", "d"]));
     assert!(
         text.contains("file_document.f (update)")
@@ -189,7 +172,8 @@ fn dry_run_shows_the_diff_and_every_workspace_that_would_run_in_order() {
     // no engine: nothing runs, so the stored objects only change if the dry run changed them
     let server = Server::start_with(data.path(), &["--engine", "/nonexistent/tofu"]);
     let ws = |name: &str, extra: &str| {
-        format!("---\napiVersion: tofu.stackngo.io/v1alpha1\nkind: Workspace\nmetadata: {{name: {name}}}\nspec:\n  module: {{source: oci://r.example/acme/{name}, tag: \"1\"}}\n{extra}")
+        let source = format!("oci://r.example/acme/{name}");
+        format!("---\n{}", workspace_manifest(name, &source, "1", extra))
     };
     let net = |cidr: &str| ws("net", &format!("  vars: {{cidr: \"{cidr}\"}}\n"));
     let others = format!(
@@ -198,20 +182,18 @@ fn dry_run_shows_the_diff_and_every_workspace_that_would_run_in_order() {
         ws("app", "  varsFrom: [{workspaceOutputRef: {name: db, output: id}}]\n"),
         ws("alone", "")
     );
-    ok(server.sng_as(
-        &server.token,
-        "default",
-        &["apply", "-f", "-"],
-        Some(&format!("{}{others}", net("10.0.0.0/16"))),
-    ));
+    server.apply(&format!("{}{others}", net("10.0.0.0/16")));
     let before = server.workspace("net");
 
-    let out = ok(server.sng_as(
-        &server.token,
-        "default",
-        &["apply", "--dry-run", "-f", "-"],
-        Some(&net("10.1.0.0/16")),
-    ));
+    let dry_run = |manifests: &str| {
+        ok(server.sng_as(
+            &server.token,
+            "default",
+            &["apply", "--dry-run", "-f", "-"],
+            Some(manifests),
+        ))
+    };
+    let out = dry_run(&net("10.1.0.0/16"));
     assert!(out.contains("workspace/net configured (dry run)"), "{out}");
     assert!(
         out.contains("spec.vars.cidr: \"10.0.0.0/16\" -> \"10.1.0.0/16\""),
@@ -232,12 +214,7 @@ fn dry_run_shows_the_diff_and_every_workspace_that_would_run_in_order() {
     assert_eq!(server.workspace("net"), before, "a dry run changes nothing");
 
     let secret = "apiVersion: v1\nkind: Secret\nmetadata: {name: db-creds}\nstringData: {password: CANARY-dry-2}\n";
-    let out = ok(server.sng_as(
-        &server.token,
-        "default",
-        &["apply", "--dry-run", "-f", "-"],
-        Some(secret),
-    ));
+    let out = dry_run(secret);
     assert!(
         out.contains("data.password: changed (value not shown)"),
         "{out}"
@@ -248,12 +225,7 @@ fn dry_run_shows_the_diff_and_every_workspace_that_would_run_in_order() {
         "{out}"
     );
     assert!(!out.contains("CANARY"), "{out}");
-    let out = ok(server.sng_as(
-        &server.token,
-        "default",
-        &["apply", "--dry-run", "-f", "-"],
-        Some(&net("10.0.0.0/16")),
-    ));
+    let out = dry_run(&net("10.0.0.0/16"));
     assert!(
         out.contains("workspace/net unchanged (dry run)")
             && out.contains("no workspace would start a run"),
@@ -263,31 +235,28 @@ fn dry_run_shows_the_diff_and_every_workspace_that_would_run_in_order() {
 
 #[test]
 fn a_speculative_plan_changes_nothing_and_exits_like_detailed_exitcode() {
-    let reg = TestRegistry::start().unwrap();
-    push_module(&reg, "pet", "acme/pet", "1", None);
-    let data = tempfile::tempdir().unwrap();
-    let files = tempfile::tempdir().unwrap();
-    let server = Server::start_runs(data.path(), &registry_addr(&reg), &[]);
+    let fx = Fixture::new();
+    fx.push_example("pet", "acme/pet", "1");
+    let server = fx.server(&[]);
     let pet = |name: &str, prefix: &str| {
-        format!("apiVersion: tofu.stackngo.io/v1alpha1\nkind: Workspace\nmetadata: {{name: {name}}}\nspec:\n  module: {{source: {}, tag: \"1\"}}\n  vars: {{prefix: {prefix}}}\n", reg.source("acme/pet"))
+        let vars = format!("  vars: {{prefix: {prefix}}}\n");
+        workspace_manifest(name, &fx.source("acme/pet"), "1", &vars)
     };
-    ok(server.sng_as(
-        &server.token,
-        "default",
-        &["apply", "-f", "-"],
-        Some(&pet("pet", "demo")),
-    ));
-    wait_for("Ready", Duration::from_secs(120), || {
-        (condition(&server.settled("pet"), "Ready").0 == "True").then_some(())
-    });
-    let before = (
-        server.workspace("pet"),
-        server.api("/tenants/default/workspaces/pet/state"),
-        server.api("/tenants/default/workspaces/pet/runs"),
-    );
+    server.apply(&pet("pet", "demo"));
+    server.settled_with("pet", "Ready");
+    let stored = || {
+        (
+            server.workspace("pet"),
+            server.state("pet"),
+            server.runs("pet"),
+        )
+    };
+    let before = stored();
+    let plan = |file: &str, manifest: &str| {
+        server.sng(&["plan", "-f", &write(fx.files.path(), file, manifest)])
+    };
 
-    let same = write(files.path(), "same.yaml", &pet("pet", "demo"));
-    let o = server.sng(&["plan", "-f", &same]);
+    let o = plan("same.yaml", &pet("pet", "demo"));
     assert_eq!(
         o.status.code(),
         Some(0),
@@ -297,8 +266,7 @@ fn a_speculative_plan_changes_nothing_and_exits_like_detailed_exitcode() {
     );
     assert!(out(&o).contains("Plan: 0 to import, 0 to add, 0 to change, 0 to destroy."));
 
-    let changed = write(files.path(), "changed.yaml", &pet("pet", "prod"));
-    let o = server.sng(&["plan", "-f", &changed]);
+    let o = plan("changed.yaml", &pet("pet", "prod"));
     assert_eq!(o.status.code(), Some(2), "changes: {}{}", out(&o), err(&o));
     let text = out(&o);
     assert!(
@@ -310,8 +278,7 @@ fn a_speculative_plan_changes_nothing_and_exits_like_detailed_exitcode() {
         "{text}"
     );
 
-    let fresh = write(files.path(), "fresh.yaml", &pet("newpet", "x"));
-    let o = server.sng(&["plan", "-f", &fresh]);
+    let o = plan("fresh.yaml", &pet("newpet", "x"));
     assert_eq!(o.status.code(), Some(2));
     assert!(out(&o).contains("1 to add"), "{}", out(&o));
     assert_eq!(
@@ -323,11 +290,7 @@ fn a_speculative_plan_changes_nothing_and_exits_like_detailed_exitcode() {
         "nothing stored"
     );
 
-    let after = (
-        server.workspace("pet"),
-        server.api("/tenants/default/workspaces/pet/state"),
-        server.api("/tenants/default/workspaces/pet/runs"),
-    );
+    let after = stored();
     assert_eq!(
         after.0["spec"], before.0["spec"],
         "the stored manifest is untouched"
@@ -345,16 +308,18 @@ fn a_speculative_plan_changes_nothing_and_exits_like_detailed_exitcode() {
 
 #[test]
 fn rollback_restores_a_past_run_and_refuses_when_its_inputs_are_gone() {
-    let reg = TestRegistry::start().unwrap();
-    let files = tempfile::tempdir().unwrap();
-    let v1 = module(files.path(), "v1", "variable \"greeting\" {\n  type = string\n}\nresource \"terraform_data\" \"r\" { input = \"v1 ${var.greeting}\" }\noutput \"out\" { value = terraform_data.r.output }\n");
-    let v2 = module(files.path(), "v2", "variable \"greeting\" {\n  type = string\n}\nresource \"terraform_data\" \"r\" { input = \"v2 BROKEN ${var.greeting}\" }\noutput \"out\" { value = terraform_data.r.output }\n");
-    push_dir(&reg, &v1, "acme/m", "1.0.0", None);
-    push_dir(&reg, &v2, "acme/m", "2.0.0", None);
-    let data = tempfile::tempdir().unwrap();
-    let server = Server::start_runs(data.path(), &registry_addr(&reg), &[]);
+    let fx = Fixture::new();
+    fx.push_tf("acme/m", "1.0.0", "variable \"greeting\" {\n  type = string\n}\nresource \"terraform_data\" \"r\" { input = \"v1 ${var.greeting}\" }\noutput \"out\" { value = terraform_data.r.output }\n");
+    fx.push_tf("acme/m", "2.0.0", "variable \"greeting\" {\n  type = string\n}\nresource \"terraform_data\" \"r\" { input = \"v2 BROKEN ${var.greeting}\" }\noutput \"out\" { value = terraform_data.r.output }\n");
+    let server = fx.server(&[]);
     let manifest = |tag: &str| {
-        format!("apiVersion: v1\nkind: Secret\nmetadata: {{name: g}}\nstringData: {{greeting: hello}}\n---\napiVersion: tofu.stackngo.io/v1alpha1\nkind: Workspace\nmetadata: {{name: w}}\nspec:\n  module: {{source: {}, tag: \"{tag}\"}}\n  varsFrom: [{{secretRef: {{name: g, key: greeting}}}}]\n", reg.source("acme/m"))
+        let ws = workspace_manifest(
+            "w",
+            &fx.source("acme/m"),
+            tag,
+            "  varsFrom: [{secretRef: {name: g, key: greeting}}]\n",
+        );
+        format!("apiVersion: v1\nkind: Secret\nmetadata: {{name: g}}\nstringData: {{greeting: hello}}\n---\n{ws}")
     };
     let out_of = || secret_value(&server, "w-outputs", "out");
     let ready_at = |g: i64| {
@@ -363,24 +328,11 @@ fn rollback_restores_a_past_run_and_refuses_when_its_inputs_are_gone() {
             (w["metadata"]["generation"] == g && condition(&w, "Ready").0 == "True").then_some(w)
         })
     };
-    ok(server.sng_as(
-        &server.token,
-        "default",
-        &["apply", "-f", "-"],
-        Some(&manifest("1.0.0")),
-    ));
+    server.apply(&manifest("1.0.0"));
     ready_at(1);
     assert_eq!(out_of(), "v1 hello");
-    let good = server.api("/tenants/default/workspaces/w/runs")["items"][0]["id"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    ok(server.sng_as(
-        &server.token,
-        "default",
-        &["apply", "-f", "-"],
-        Some(&manifest("2.0.0")),
-    ));
+    let good = server.last_run("w")["id"].as_str().unwrap().to_string();
+    server.apply(&manifest("2.0.0"));
     ready_at(2);
     assert_eq!(out_of(), "v2 BROKEN hello", "the bad version is out");
 
@@ -391,7 +343,7 @@ fn rollback_restores_a_past_run_and_refuses_when_its_inputs_are_gone() {
     );
     ready_at(3);
     assert_eq!(out_of(), "v1 hello", "the previous outputs are back");
-    let last = server.api("/tenants/default/workspaces/w/runs")["items"][0].clone();
+    let last = server.last_run("w");
     assert_eq!(last["trigger"], "rollback");
     assert_eq!(last["restores"], good.as_str());
     let first = server.api(&format!("/tenants/default/runs/{good}"));
@@ -401,25 +353,16 @@ fn rollback_restores_a_past_run_and_refuses_when_its_inputs_are_gone() {
     );
 
     // a changed secret: that run's inputs are gone, the rollback is refused and changes nothing
-    ok(server.sng_as(
-        &server.token,
-        "default",
-        &["apply", "-f", "-"],
-        Some(
-            "apiVersion: v1\nkind: Secret\nmetadata: {name: g}\nstringData: {greeting: bonjour}\n",
-        ),
-    ));
+    server.apply(
+        "apiVersion: v1\nkind: Secret\nmetadata: {name: g}\nstringData: {greeting: bonjour}\n",
+    );
     let w = wait_for("the new greeting", Duration::from_secs(120), || {
         let w = server.settled("w");
         (out_of() == "v1 bonjour").then_some(w)
     });
     let o = server.sng(&["rollback", "workspace", "w", "--to", &good]);
-    assert_eq!(o.status.code(), Some(1));
-    assert!(
-        err(&o).contains("no longer available") && err(&o).contains("secret"),
-        "{}",
-        err(&o)
-    );
+    let e = fails(&o, 1, "no longer available");
+    assert!(e.contains("secret"), "{e}");
     assert_eq!(
         server.workspace("w")["metadata"]["generation"],
         w["metadata"]["generation"]

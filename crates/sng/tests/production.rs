@@ -3,45 +3,38 @@
 
 mod common;
 
-use std::time::Duration;
-
 use common::*;
-use sng_oci::testing::TestRegistry;
 
 const MODULE: &str = "variable \"v\" {\n  type = string\n}\nresource \"terraform_data\" \"r\" {\n  triggers_replace = var.v\n}\n";
 
 fn ws(source: &str, v: &str, extra: &str) -> String {
-    format!("apiVersion: tofu.stackngo.io/v1alpha1\nkind: Workspace\nmetadata: {{name: w}}\nspec:\n  module: {{source: {source}, tag: \"1\"}}\n  vars: {{v: \"{v}\"}}\n{extra}")
+    workspace_manifest(
+        "w",
+        source,
+        "1",
+        &format!("  vars: {{v: \"{v}\"}}\n{extra}"),
+    )
 }
 
 #[test]
 fn destructive_actions_in_a_production_tenant_need_the_name_retyped() {
-    let reg = TestRegistry::start().unwrap();
-    let files = tempfile::tempdir().unwrap();
-    let m = files.path().join("m");
-    std::fs::create_dir_all(&m).unwrap();
-    std::fs::write(m.join("main.tf"), MODULE).unwrap();
-    push_dir(&reg, &m, "acme/r", "1", None);
-    let data = tempfile::tempdir().unwrap();
-    let server = Server::start_runs(data.path(), &registry_addr(&reg), &[]);
+    let fx = Fixture::new();
+    fx.push_tf("acme/r", "1", MODULE);
+    let server = fx.server(&[]);
     ok(server.sng(&["tenant", "create", "bank", "--production"]));
     ok(server.sng(&["tenant", "create", "lab"]));
     assert!(ok(server.sng(&["tenant", "list"]))
         .lines()
         .any(|l| l.starts_with("bank ") && l.contains("PROD")));
-    let src = reg.source("acme/r");
+    let src = fx.source("acme/r");
     let as_bank =
         |args: &[&str], stdin: Option<&str>| server.sng_as(&server.token, "bank", args, stdin);
 
     // switching (here: creating) a workspace with deletionPolicy Destroy
     let destroy = ws(&src, "1", "  deletionPolicy: Destroy\n  approval: manual\n");
     let o = as_bank(&["apply", "-f", "-"], Some(&destroy));
-    assert_eq!(o.status.code(), Some(1));
-    assert!(
-        err(&o).contains("is production") && err(&o).contains("--confirm w"),
-        "{}",
-        err(&o)
-    );
+    let e = fails(&o, 1, "is production");
+    assert!(e.contains("--confirm w"), "{e}");
     assert_eq!(
         as_bank(&["kind", "get", "ws", "w"], None).status.code(),
         Some(1),
@@ -54,21 +47,19 @@ fn destructive_actions_in_a_production_tenant_need_the_name_retyped() {
         Some(&destroy),
     ));
     // a non-production tenant needs nothing
-    ok(server.sng_as(&server.token, "lab", &["apply", "-f", "-"], Some(&destroy)));
+    server.apply_in("lab", &destroy);
 
     // the first plan only creates: approving it needs no confirmation
-    let get = || server.api("/tenants/bank/workspaces/w");
+    let until = |what: &str, check: &dyn Fn(&serde_json::Value) -> bool| {
+        server.until_in("bank", "w", what, check)
+    };
     let awaiting = |w: &serde_json::Value| {
         condition(w, "AwaitingApproval").0 == "True" && w["status"].get("activeJob").is_none()
     };
-    let w = wait_for("the first plan", Duration::from_secs(120), || {
-        Some(get()).filter(awaiting)
-    });
+    let w = until("the first plan", &awaiting);
     let plan = w["status"]["lastPlan"]["id"].as_str().unwrap().to_string();
     ok(as_bank(&["approve", "workspace", "w", &plan], None));
-    wait_for("Ready", Duration::from_secs(120), || {
-        Some(get()).filter(|w| condition(w, "Ready").0 == "True")
-    });
+    until("Ready", &is_ready);
 
     // a plan that replaces (destroys) something: approving it needs the name
     ok(as_bank(
@@ -79,31 +70,29 @@ fn destructive_actions_in_a_production_tenant_need_the_name_retyped() {
             "  deletionPolicy: Destroy\n  approval: manual\n",
         )),
     ));
-    let w = wait_for("the replacing plan", Duration::from_secs(120), || {
-        Some(get()).filter(|w| awaiting(w) && w["status"]["lastPlan"]["destroy"] == 1)
+    let w = until("the replacing plan", &|w| {
+        awaiting(w) && w["status"]["lastPlan"]["destroy"] == 1
     });
     let plan = w["status"]["lastPlan"]["id"].as_str().unwrap().to_string();
     let o = as_bank(&["approve", "workspace", "w", &plan], None);
-    assert_eq!(o.status.code(), Some(1));
-    assert!(err(&o).contains("destroys 1 resource"), "{}", err(&o));
+    fails(&o, 1, "destroys 1 resource");
     ok(as_bank(
         &["approve", "workspace", "w", &plan, "--confirm", "w"],
         None,
     ));
-    wait_for("Ready again", Duration::from_secs(120), || {
-        Some(get()).filter(|w| {
-            condition(w, "Ready").0 == "True"
-                && w["status"]["lastApply"]["result"] == "Succeeded"
-                && w["status"]["observedGeneration"] == 2
-        })
+    until("Ready again", &|w| {
+        is_ready(w)
+            && w["status"]["lastApply"]["result"] == "Succeeded"
+            && w["status"]["observedGeneration"] == 2
     });
 
     // deleting it (Destroy) needs the name
     let o = as_bank(&["kind", "delete", "workspace", "w"], None);
-    assert_eq!(o.status.code(), Some(1));
-    assert!(err(&o).contains("--confirm w"), "{}", err(&o));
+    fails(&o, 1, "--confirm w");
     assert!(
-        get()["metadata"].get("deletionTimestamp").is_none(),
+        server.workspace_in("bank", "w")["metadata"]
+            .get("deletionTimestamp")
+            .is_none(),
         "nothing started"
     );
     ok(as_bank(

@@ -3,63 +3,54 @@
 
 mod common;
 
+use std::time::Duration;
+
 use common::*;
-use sng_oci::testing::TestRegistry;
+
+/// `---` and a Workspace of module `SOURCE:1`.
+fn ws(name: &str, source: &str) -> String {
+    format!("---\n{}", workspace_manifest(name, source, "1", ""))
+}
 
 #[test]
 fn quotas_answer_429_and_hold_runs_back() {
-    let reg = TestRegistry::start().unwrap();
-    push_module(&reg, "pet", "acme/pet", "1", None);
-    let data = tempfile::tempdir().unwrap();
-    let server = Server::start_runs(data.path(), &registry_addr(&reg), &[]);
-    let tenant = "apiVersion: tofu.stackngo.io/v1alpha1\nkind: Tenant\nmetadata: {name: small}\nspec:\n  quotas: {workspaces: 2, runsPerHour: 1}\n";
-    ok(server.sng_as(
-        &server.token,
-        "default",
-        &["apply", "-f", "-"],
-        Some(tenant),
-    ));
-    let ws = |name: &str| {
-        format!("---\napiVersion: tofu.stackngo.io/v1alpha1\nkind: Workspace\nmetadata: {{name: {name}}}\nspec:\n  module: {{source: {}, tag: \"1\"}}\n", reg.source("acme/pet"))
-    };
-    let three = format!("{}{}{}", ws("a"), ws("b"), ws("c"));
+    let fx = Fixture::new();
+    fx.push_example("pet", "acme/pet", "1");
+    let server = fx.server(&[]);
+    server.apply("apiVersion: tofu.stackngo.io/v1alpha1\nkind: Tenant\nmetadata: {name: small}\nspec:\n  quotas: {workspaces: 2, runsPerHour: 1}\n");
+    let pet = fx.source("acme/pet");
+    let pet_ws = |name: &str| ws(name, &pet);
+    let three = format!("{}{}{}", pet_ws("a"), pet_ws("b"), pet_ws("c"));
     let o = server.sng_as(&server.token, "small", &["apply", "-f", "-"], Some(&three));
-    assert_eq!(o.status.code(), Some(1));
-    assert!(err(&o).contains("at most 2 workspaces"), "{}", err(&o));
+    fails(&o, 1, "at most 2 workspaces");
     let listed = server.api("/tenants/small/workspaces");
     assert_eq!(
         listed["items"].as_array().unwrap().len(),
         0,
         "nothing applied"
     );
-    let resp = reqwest::blocking::Client::new()
-        .post(format!("{}/api/v1/tenants/small/apply", server.url))
-        .bearer_auth(&server.token)
-        .json(&serde_json::json!({"items": serde_yaml::Deserializer::from_str(&three).map(|d| serde::Deserialize::deserialize(d).unwrap()).collect::<Vec<serde_json::Value>>()}))
-        .send()
-        .unwrap();
-    assert_eq!(resp.status().as_u16(), 429);
-    assert_eq!(
-        resp.json::<serde_json::Value>().unwrap()["reason"],
-        "QuotaExceeded"
+    let items: Vec<serde_json::Value> = serde_yaml::Deserializer::from_str(&three)
+        .map(|d| serde::Deserialize::deserialize(d).unwrap())
+        .collect();
+    let (code, body) = server.call(
+        "POST",
+        &server.token,
+        "/api/v1/tenants/small/apply",
+        Some(serde_json::json!({ "items": items })),
     );
+    assert_eq!(code, 429);
+    assert_eq!(body["reason"], "QuotaExceeded");
 
     // two workspaces fit; one run per hour: the second waits
-    ok(server.sng_as(
-        &server.token,
-        "small",
-        &["apply", "-f", "-"],
-        Some(&format!("{}{}", ws("a"), ws("b"))),
-    ));
-    let get = |n: &str| server.api(&format!("/tenants/small/workspaces/{n}"));
+    server.apply_in("small", &format!("{}{}", pet_ws("a"), pet_ws("b")));
+    let get = |n: &str| server.workspace_in("small", n);
     let (ready, held) = wait_for(
         "one run and one held back",
-        std::time::Duration::from_secs(120),
+        Duration::from_secs(120),
         || {
             let (a, b) = (get("a"), get("b"));
-            let r = |w: &serde_json::Value| condition(w, "Ready");
-            let pair = if r(&a).0 == "True" { (a, b) } else { (b, a) };
-            (r(&pair.0).0 == "True" && r(&pair.1).1 == "QuotaExceeded").then_some(pair)
+            let pair = if is_ready(&a) { (a, b) } else { (b, a) };
+            (is_ready(&pair.0) && condition(&pair.1, "Ready").1 == "QuotaExceeded").then_some(pair)
         },
     );
     assert!(
@@ -84,35 +75,18 @@ fn quotas_answer_429_and_hold_runs_back() {
 /// wait for all of them: slots go to tenants in turn.
 #[test]
 fn a_tenant_with_many_queued_runs_does_not_starve_another() {
-    let reg = TestRegistry::start().unwrap();
-    push_module(&reg, "pet", "acme/pet", "1", None);
-    let files = tempfile::tempdir().unwrap();
-    let slow = files.path().join("slow");
-    std::fs::create_dir_all(&slow).unwrap();
-    std::fs::write(
-        slow.join("main.tf"),
+    let fx = Fixture::new();
+    fx.push_example("pet", "acme/pet", "1");
+    fx.push_tf(
+        "acme/slow",
+        "1",
         "resource \"terraform_data\" \"slow\" {\n  provisioner \"local-exec\" {\n    command = \"sleep 2\"\n  }\n}\n",
-    )
-    .unwrap();
-    push_dir(&reg, &slow, "acme/slow", "1", None);
-    let data = tempfile::tempdir().unwrap();
-    let server = Server::start_runs(
-        data.path(),
-        &registry_addr(&reg),
-        &["--max-concurrent-runs", "1"],
     );
-    let tenants = "apiVersion: tofu.stackngo.io/v1alpha1\nkind: Tenant\nmetadata: {name: big}\n---\napiVersion: tofu.stackngo.io/v1alpha1\nkind: Tenant\nmetadata: {name: small}\n";
-    ok(server.sng_as(
-        &server.token,
-        "default",
-        &["apply", "-f", "-"],
-        Some(tenants),
-    ));
-    let ws = |name: &str, module: &str| {
-        format!("---\napiVersion: tofu.stackngo.io/v1alpha1\nkind: Workspace\nmetadata: {{name: {name}}}\nspec:\n  module: {{source: {}, tag: \"1\"}}\n", reg.source(module))
-    };
-    let eight: String = (0..8).map(|i| ws(&format!("b{i}"), "acme/slow")).collect();
-    ok(server.sng_as(&server.token, "big", &["apply", "-f", "-"], Some(&eight)));
+    let server = fx.server(&["--max-concurrent-runs", "1"]);
+    server.apply("apiVersion: tofu.stackngo.io/v1alpha1\nkind: Tenant\nmetadata: {name: big}\n---\napiVersion: tofu.stackngo.io/v1alpha1\nkind: Tenant\nmetadata: {name: small}\n");
+    let slow = fx.source("acme/slow");
+    let eight: String = (0..8).map(|i| ws(&format!("b{i}"), &slow)).collect();
+    server.apply_in("big", &eight);
     let big_runs = || {
         (0..8)
             .map(|i| {
@@ -122,25 +96,11 @@ fn a_tenant_with_many_queued_runs_does_not_starve_another() {
             })
             .sum::<usize>()
     };
-    wait_for(
-        "the first run of big",
-        std::time::Duration::from_secs(60),
-        || (big_runs() >= 1).then_some(()),
-    );
-    ok(server.sng_as(
-        &server.token,
-        "small",
-        &["apply", "-f", "-"],
-        Some(&ws("s", "acme/pet")),
-    ));
-    wait_for(
-        "small's workspace Ready",
-        std::time::Duration::from_secs(120),
-        || {
-            let w = server.api("/tenants/small/workspaces/s");
-            (condition(&w, "Ready").0 == "True").then_some(())
-        },
-    );
+    wait_for("the first run of big", Duration::from_secs(60), || {
+        (big_runs() >= 1).then_some(())
+    });
+    server.apply_in("small", &ws("s", &fx.source("acme/pet")));
+    server.until_in("small", "s", "Ready", is_ready);
     // Each of big's runs takes more than 2 s: had small's run waited its turn behind big's queue
     // (first come, first served), all eight would have run first.
     let started = big_runs();

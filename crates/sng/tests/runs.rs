@@ -3,6 +3,7 @@
 
 mod common;
 
+use std::process::Output;
 use std::time::Duration;
 
 use base64::Engine as _;
@@ -17,35 +18,36 @@ fn pet(source: &str, tag: &str, prefix: &str) -> String {
     )
 }
 
-#[test]
-fn a_run_end_to_end_publishes_outputs_and_keeps_the_state() {
-    let reg = TestRegistry::start().unwrap();
-    let digest = push_module(&reg, "pet", "acme/pet", "1.0.0", None);
-    let data = tempfile::tempdir().unwrap();
-    let files = tempfile::tempdir().unwrap();
-    let mut server = Server::start_runs(data.path(), &registry_addr(&reg), &[]);
-    let file = write(
-        files.path(),
-        "pet.yaml",
-        &pet(&reg.source("acme/pet"), "1.0.0", "demo"),
-    );
-    assert_eq!(
-        ok(server.sng(&["apply", "-f", &file])),
-        "workspace/pet created\n"
-    );
-    ok(server.sng(&[
+/// `sng apply -f pet.yaml` of the workspace `pet` of `acme/pet:1.0.0`: the output.
+fn apply_pet(server: &Server, fx: &Fixture, prefix: &str) -> String {
+    let manifest = pet(&fx.source("acme/pet"), "1.0.0", prefix);
+    server.apply_file(fx.files.path(), "pet.yaml", &manifest)
+}
+
+/// `sng wait workspace NAME --for condition=Ready --timeout TIMEOUT`.
+fn wait_ready(server: &Server, name: &str, timeout: &str) -> Output {
+    server.sng(&[
         "wait",
         "workspace",
-        "pet",
+        name,
         "--for",
         "condition=Ready",
         "--timeout",
-        "3m",
-    ]));
+        timeout,
+    ])
+}
+
+#[test]
+fn a_run_end_to_end_publishes_outputs_and_keeps_the_state() {
+    let fx = Fixture::new();
+    let digest = fx.push_example("pet", "acme/pet", "1.0.0");
+    let mut server = fx.server(&[]);
+    assert_eq!(apply_pet(&server, &fx, "demo"), "workspace/pet created\n");
+    ok(wait_ready(&server, "pet", "3m"));
 
     let ws = server.settled("pet");
     let st = &ws["status"];
-    assert_eq!(condition(&ws, "Ready").0, "True", "{st}");
+    assert_ready(&ws);
     assert_eq!(st["observedGeneration"], 1);
     assert_eq!(st["lastApply"]["result"], "Succeeded");
     assert_eq!(
@@ -68,34 +70,25 @@ fn a_run_end_to_end_publishes_outputs_and_keeps_the_state() {
     );
 
     // the run record pins the digest the tag pointed at
-    let runs = server.api("/tenants/default/workspaces/pet/runs");
-    let run = &runs["items"][0];
+    let run = server.last_run("pet");
     assert_eq!(run["moduleDigest"], digest);
     assert_eq!(run["phase"], "Succeeded");
     assert_eq!(st["lastRunJob"], run["id"]);
-    let state = server.api("/tenants/default/workspaces/pet/state");
+    let state = server.state("pet");
     assert_eq!(state["versions"][0]["runId"], run["id"]);
     assert!(state["lock"].is_null(), "no lock left behind");
-    let log = ok(server.sng(&["logs", run["id"].as_str().unwrap()]));
+    let log = server.logs(run["id"].as_str().unwrap());
     assert!(log.contains("Apply complete!"), "{log}");
 
     // the state survives a restart: a changed input is an update, not a second create
     assert!(server.terminate().success());
-    let server = Server::start_runs(data.path(), &registry_addr(&reg), &[]);
-    let file = write(
-        files.path(),
-        "pet.yaml",
-        &pet(&reg.source("acme/pet"), "1.0.0", "prod"),
-    );
+    let server = fx.server(&[]);
     assert_eq!(
-        ok(server.sng(&["apply", "-f", &file])),
+        apply_pet(&server, &fx, "prod"),
         "workspace/pet configured\n"
     );
-    let ws = wait_for("generation 2", Duration::from_secs(180), || {
-        let ws = server.settled("pet");
-        (ws["status"]["observedGeneration"] == 2).then_some(ws)
-    });
-    assert_eq!(condition(&ws, "Ready").0, "True", "{}", ws["status"]);
+    let ws = server.settled_at("pet", 2);
+    assert_ready(&ws);
     assert_eq!(
         (
             ws["status"]["lastPlan"]["add"].as_i64(),
@@ -107,10 +100,7 @@ fn a_run_end_to_end_publishes_outputs_and_keeps_the_state() {
         secret_value(&server, "pet-outputs", "name"),
         "prod-pet0-pet1"
     );
-    let versions = server.api("/tenants/default/workspaces/pet/state")["versions"]
-        .as_array()
-        .unwrap()
-        .len();
+    let versions = server.state("pet")["versions"].as_array().unwrap().len();
     assert!(versions >= 2, "every state version is kept");
 
     // Orphan deletion removes the manifest, its state and its outputs secret
@@ -131,28 +121,17 @@ fn a_run_end_to_end_publishes_outputs_and_keeps_the_state() {
 /// engine process less), yet each reads and writes only its own state.
 #[test]
 fn workspaces_of_one_module_share_init_but_never_state() {
-    let reg = TestRegistry::start().unwrap();
-    push_module(&reg, "pet", "acme/pet", "1.0.0", None);
-    let data = tempfile::tempdir().unwrap();
-    let files = tempfile::tempdir().unwrap();
-    let server = Server::start_runs(data.path(), &registry_addr(&reg), &[]);
+    let fx = Fixture::new();
+    fx.push_example("pet", "acme/pet", "1.0.0");
+    let server = fx.server(&[]);
     for (name, prefix) in [("pet-a", "alpha"), ("pet-b", "beta")] {
-        let manifest = pet(&reg.source("acme/pet"), "1.0.0", prefix)
+        let manifest = pet(&fx.source("acme/pet"), "1.0.0", prefix)
             .replace("name: pet\n", &format!("name: {name}\n"));
-        let file = write(files.path(), &format!("{name}.yaml"), &manifest);
-        ok(server.sng(&["apply", "-f", &file]));
-        ok(server.sng(&[
-            "wait",
-            "workspace",
-            name,
-            "--for",
-            "condition=Ready",
-            "--timeout",
-            "3m",
-        ]));
+        server.apply_file(fx.files.path(), &format!("{name}.yaml"), &manifest);
+        ok(wait_ready(&server, name, "3m"));
     }
     let steps = |name: &str| -> Vec<String> {
-        let runs = server.api(&format!("/tenants/default/workspaces/{name}/runs"));
+        let runs = server.runs(name);
         runs["items"][0]["steps"]
             .as_array()
             .unwrap_or_else(|| panic!("no steps in {runs}"))
@@ -180,19 +159,14 @@ fn workspaces_of_one_module_share_init_but_never_state() {
         "beta-pet0-pet1"
     );
     for name in ["pet-a", "pet-b"] {
-        let state = server.api(&format!("/tenants/default/workspaces/{name}/state"));
+        let state = server.state(name);
         let versions = state["versions"].as_array().unwrap();
         assert_eq!(versions.len(), 1, "{name} has only its own state: {state}");
-        let run = &server.api(&format!("/tenants/default/workspaces/{name}/runs"))["items"][0];
+        let run = server.last_run(name);
         assert_eq!(versions[0]["runId"], run["id"], "{name}");
         assert!(state["lock"].is_null());
     }
-    let log = ok(server.sng(&[
-        "logs",
-        server.api("/tenants/default/workspaces/pet-b/runs")["items"][0]["id"]
-            .as_str()
-            .unwrap(),
-    ]));
+    let log = server.logs(server.last_run("pet-b")["id"].as_str().unwrap());
     assert!(log.contains("reusing the initialised directory"), "{log}");
 }
 
@@ -213,33 +187,18 @@ fn lock_as_someone_else(server: &Server, ws: &str, id: &str) -> reqwest::StatusC
 
 #[test]
 fn a_lock_held_by_someone_else_gives_state_locked() {
-    let reg = TestRegistry::start().unwrap();
-    push_module(&reg, "pet", "acme/pet", "1.0.0", None);
-    let data = tempfile::tempdir().unwrap();
-    let files = tempfile::tempdir().unwrap();
-    let server = Server::start_runs(data.path(), &registry_addr(&reg), &[]);
-    let file = write(
-        files.path(),
-        "pet.yaml",
-        &pet(&reg.source("acme/pet"), "1.0.0", "demo"),
-    );
-    ok(server.sng(&["apply", "-f", &file]));
+    let fx = Fixture::new();
+    fx.push_example("pet", "acme/pet", "1.0.0");
+    let server = fx.server(&[]);
+    apply_pet(&server, &fx, "demo");
     server.settled("pet");
 
     assert_eq!(
         lock_as_someone_else(&server, "pet", "lock-alice-1"),
         reqwest::StatusCode::OK
     );
-    let file = write(
-        files.path(),
-        "pet.yaml",
-        &pet(&reg.source("acme/pet"), "1.0.0", "second"),
-    );
-    ok(server.sng(&["apply", "-f", &file]));
-    let ws = wait_for("generation 2", Duration::from_secs(180), || {
-        let ws = server.settled("pet");
-        (ws["status"]["observedGeneration"] == 2).then_some(ws)
-    });
+    apply_pet(&server, &fx, "second");
+    let ws = server.settled_at("pet", 2);
     let st = &ws["status"];
     assert_eq!(st["lastApply"]["result"], "StateLocked", "{st}");
     assert_eq!(
@@ -256,38 +215,23 @@ fn a_lock_held_by_someone_else_gives_state_locked() {
     );
     assert_eq!(st["consecutiveFailures"], 1);
     // the third party's lock is not released by the platform
-    assert_eq!(
-        server.api("/tenants/default/workspaces/pet/state")["lock"]["id"],
-        "lock-alice-1"
-    );
-    let o = server.sng(&[
-        "wait",
-        "workspace",
-        "pet",
-        "--for",
-        "condition=Ready",
-        "--timeout",
-        "30s",
-    ]);
-    assert_eq!(o.status.code(), Some(1));
-    assert!(err(&o).contains("StateLocked"), "{}", err(&o));
+    assert_eq!(server.state("pet")["lock"]["id"], "lock-alice-1");
+    fails(&wait_ready(&server, "pet", "30s"), 1, "StateLocked");
 }
 
 #[test]
 fn module_problems_fail_with_clear_messages_and_no_credentials() {
     let password = "CANARY-registry-pass-9913";
-    let reg = TestRegistry::start_with_auth("robot", password).unwrap();
-    let files = tempfile::tempdir().unwrap();
+    let fx = Fixture::with_registry(TestRegistry::start_with_auth("robot", password).unwrap());
     let auth = format!(
         r#"{{"auths":{{"{}":{{"auth":"{}"}}}}}}"#,
-        registry_addr(&reg),
+        registry_addr(&fx.reg),
         base64::engine::general_purpose::STANDARD.encode(format!("robot:{password}"))
     );
-    let auth_file = files.path().join("config.json");
+    let auth_file = fx.files.path().join("config.json");
     std::fs::write(&auth_file, &auth).unwrap();
-    push_module(&reg, "pet", "acme/pet", "1.0.0", Some(&auth_file));
-    let data = tempfile::tempdir().unwrap();
-    let server = Server::start_runs(data.path(), &registry_addr(&reg), &[]);
+    push_module(&fx.reg, "pet", "acme/pet", "1.0.0", Some(&auth_file));
+    let server = fx.server(&[]);
 
     let wrong = auth.replace(
         &base64::engine::general_purpose::STANDARD.encode(format!("robot:{password}")),
@@ -297,11 +241,11 @@ fn module_problems_fail_with_clear_messages_and_no_credentials() {
         format!(
             "apiVersion: v1\nkind: Secret\nmetadata:\n  name: {secret}\ntype: kubernetes.io/dockerconfigjson\nstringData:\n  .dockerconfigjson: '{}'\n---\napiVersion: tofu.stackngo.io/v1alpha1\nkind: Workspace\nmetadata:\n  name: {name}\nspec:\n  module:\n    source: {}\n    tag: \"{tag}\"\n    pullSecretRef: {{name: {secret}}}\n",
             if secret == "good-creds" { &auth } else { &wrong },
-            reg.source("acme/pet")
+            fx.source("acme/pet")
         )
     };
-    let file = write(
-        files.path(),
+    server.apply_file(
+        fx.files.path(),
         "ws.yaml",
         &(manifest("good", "good-creds", "1.0.0")
             + "---\n"
@@ -311,28 +255,23 @@ fn module_problems_fail_with_clear_messages_and_no_credentials() {
                 .replace("name: good-creds\ntype", "name: good-creds2\ntype")
                 .replace("{name: good-creds}", "{name: good-creds2}")),
     );
-    ok(server.sng(&["apply", "-f", &file]));
 
     let good = server.settled("good");
-    assert_eq!(condition(&good, "Ready").0, "True", "{}", good["status"]);
-    let bad = server.settled("badauth");
-    let msg = bad["status"]["lastApply"]["message"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    assert!(msg.contains("refused the credentials"), "{msg}");
-    let notag = server.settled("notag");
-    let msg2 = notag["status"]["lastApply"]["message"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    assert!(msg2.contains("not found"), "{msg2}");
+    assert_ready(&good);
+    for (name, says) in [
+        ("badauth", "refused the credentials"),
+        ("notag", "not found"),
+    ] {
+        let ws = server.settled(name);
+        let msg = ws["status"]["lastApply"]["message"].as_str().unwrap();
+        assert!(msg.contains(says), "{name}: {msg}");
+    }
 
     // no credential anywhere: statuses, runs, logs, listings
     let mut seen = String::new();
     for name in ["good", "badauth", "notag"] {
         seen.push_str(&server.workspace(name).to_string());
-        let runs = server.api(&format!("/tenants/default/workspaces/{name}/runs"));
+        let runs = server.runs(name);
         seen.push_str(&runs.to_string());
         for r in runs["items"].as_array().unwrap() {
             let o = server.sng(&["logs", r["id"].as_str().unwrap()]);
@@ -352,20 +291,18 @@ fn module_problems_fail_with_clear_messages_and_no_credentials() {
 
 #[test]
 fn bad_packages_are_rejected_before_any_run() {
-    let reg = TestRegistry::start().unwrap();
-    let data = tempfile::tempdir().unwrap();
-    let files = tempfile::tempdir().unwrap();
+    let fx = Fixture::new();
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .unwrap();
     let client = sng_oci::Client::new(sng_oci::ClientConfig {
-        insecure_registries: vec![registry_addr(&reg)],
-        cache_dir: files.path().join("cache"),
+        insecure_registries: vec![registry_addr(&fx.reg)],
+        cache_dir: fx.files.path().join("cache"),
         limits: sng_oci::Limits::default(),
     })
     .unwrap();
-    let r = sng_oci::ModuleRef::parse(&reg.source("acme/bad"), Some("1"), None).unwrap();
+    let r = sng_oci::ModuleRef::parse(&fx.source("acme/bad"), Some("1"), None).unwrap();
     rt.block_on(sng_oci::testing::push_bad(
         &client,
         &r,
@@ -373,33 +310,33 @@ fn bad_packages_are_rejected_before_any_run() {
         sng_oci::testing::BadArtifact::WrongArtifactType,
     ))
     .unwrap();
-    let server = Server::start_runs(data.path(), &registry_addr(&reg), &[]);
-    let file = write(
-        files.path(),
+    let server = fx.server(&[]);
+    server.apply_file(
+        fx.files.path(),
         "ws.yaml",
-        &pet(&reg.source("acme/bad"), "1", "x").replace("name: pet", "name: bad"),
+        &pet(&fx.source("acme/bad"), "1", "x").replace("name: pet", "name: bad"),
     );
-    ok(server.sng(&["apply", "-f", &file]));
     let ws = server.settled("bad");
     let msg = ws["status"]["lastApply"]["message"].as_str().unwrap();
     assert!(msg.contains("artifactType"), "{msg}");
-    let run = &server.api("/tenants/default/workspaces/bad/runs")["items"][0];
+    let run = server.last_run("bad");
     assert!(run.get("steps").is_none(), "the engine never ran: {run}");
+    let modules = fx.data.path().join("cache/modules");
     assert!(
-        !data.path().join("cache/modules").exists()
-            || std::fs::read_dir(data.path().join("cache/modules"))
+        !modules.exists()
+            || std::fs::read_dir(&modules).unwrap().all(|e| e
                 .unwrap()
-                .all(|e| e.unwrap().file_name().to_string_lossy().starts_with('.'))
+                .file_name()
+                .to_string_lossy()
+                .starts_with('.'))
     );
 }
 
 #[test]
 fn secrets_are_masked_in_logs_even_at_trace_level() {
-    let reg = TestRegistry::start().unwrap();
-    push_module(&reg, "app", "acme/app", "1.0.0", None);
-    let data = tempfile::tempdir().unwrap();
-    let files = tempfile::tempdir().unwrap();
-    let root = files.path().join("files");
+    let fx = Fixture::new();
+    fx.push_example("app", "acme/app", "1.0.0");
+    let root = fx.dir("files");
     std::fs::create_dir_all(root.join("CANARY-root-5522")).unwrap();
     std::fs::write(
         root.join("CANARY-root-5522/readme.txt"),
@@ -407,11 +344,7 @@ fn secrets_are_masked_in_logs_even_at_trace_level() {
     )
     .unwrap();
     let root_s = root.display().to_string();
-    let server = Server::start_runs(
-        data.path(),
-        &registry_addr(&reg),
-        &["--engine-log", "trace", "--sandbox-rw", &root_s],
-    );
+    let server = fx.server(&["--engine-log", "trace", "--sandbox-rw", &root_s]);
     let (var_canary, root_canary) = ("CANARY-var-8811", format!("{root_s}/CANARY-root-5522"));
     // not a sensitive variable in the module: the engine prints it in the plan, sng must mask it
     let greet_canary = "CANARY-greeting-3301";
@@ -446,23 +379,18 @@ spec:
   imports:
     - {{to: file_document.readme, id: readme.txt}}
 "#,
-        reg.source("acme/app")
+        fx.source("acme/app")
     );
-    let file = write(files.path(), "app.yaml", &manifests);
-    ok(server.sng(&["apply", "-f", &file]));
+    server.apply_file(fx.files.path(), "app.yaml", &manifests);
     let ws = server.settled("app");
-    assert_eq!(condition(&ws, "Ready").0, "True", "{}", ws["status"]);
+    assert_ready(&ws);
     assert_eq!(ws["status"]["lastPlan"]["import"], 1);
     let written = std::fs::read_to_string(root.join("CANARY-root-5522/app.txt")).unwrap();
     assert!(
         written.contains(&format!("{greet_canary}, world!")) && written.contains(var_canary),
         "the secrets reached the provider: {written}"
     );
-    let run = server.api("/tenants/default/workspaces/app/runs")["items"][0]["id"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    let log = ok(server.sng(&["logs", &run]));
+    let log = server.logs(server.last_run("app")["id"].as_str().unwrap());
     assert!(
         log.len() > 50_000,
         "trace-level log captured ({} bytes)",
@@ -472,56 +400,44 @@ spec:
     for canary in [var_canary, greet_canary, "CANARY-root-5522"] {
         assert!(!log.contains(canary), "`{canary}` leaked into the log");
     }
-    let everything = format!(
-        "{}{}",
-        server.workspace("app"),
-        server.api("/tenants/default/workspaces/app/runs")
-    );
+    let everything = format!("{}{}", server.workspace("app"), server.runs("app"));
     assert!(!everything.contains("CANARY"), "{everything}");
 }
 
 #[test]
 fn a_server_stop_during_an_apply_records_interrupted_and_releases_the_lock() {
-    let reg = TestRegistry::start().unwrap();
-    let files = tempfile::tempdir().unwrap();
-    let module = files.path().join("slow");
-    std::fs::create_dir_all(&module).unwrap();
-    std::fs::write(
-        module.join("main.tf"),
+    let fx = Fixture::new();
+    fx.push_tf(
+        "acme/slow",
+        "1",
         "resource \"terraform_data\" \"slow\" {\n  provisioner \"local-exec\" {\n    command = \"sleep 120\"\n  }\n}\n",
-    )
-    .unwrap();
-    push_dir(&reg, &module, "acme/slow", "1", None);
-    let data = tempfile::tempdir().unwrap();
-    let mut server = Server::start_runs(data.path(), &registry_addr(&reg), &[]);
-    let file = write(
-        files.path(),
-        "slow.yaml",
-        &pet(&reg.source("acme/slow"), "1", "x").replace("name: pet", "name: slow"),
     );
-    ok(server.sng(&["apply", "-f", &file]));
-    wait_for("the apply to start", Duration::from_secs(120), || {
-        (condition(&server.workspace("slow"), "Applying").0 == "True").then_some(())
+    let mut server = fx.server(&[]);
+    server.apply_file(
+        fx.files.path(),
+        "slow.yaml",
+        &pet(&fx.source("acme/slow"), "1", "x").replace("name: pet", "name: slow"),
+    );
+    server.until("slow", "the apply to start", |w| {
+        condition(w, "Applying").0 == "True"
     });
     wait_for("the state lock", Duration::from_secs(60), || {
-        server.api("/tenants/default/workspaces/slow/state")["lock"]
-            .is_object()
-            .then_some(())
+        server.state("slow")["lock"].is_object().then_some(())
     });
-    let held = server.api("/tenants/default/workspaces/slow/state")["lock"]["id"]
+    let held = server.state("slow")["lock"]["id"]
         .as_str()
         .unwrap()
         .to_string();
     assert!(server.terminate().success(), "clean stop during a run");
-    let server = Server::start_runs(data.path(), &registry_addr(&reg), &["--run-timeout", "5s"]);
-    let runs = server.api("/tenants/default/workspaces/slow/runs");
+    let server = fx.server(&["--run-timeout", "5s"]);
+    let runs = server.runs("slow");
     let first = runs["items"].as_array().unwrap().last().unwrap().clone();
     assert_eq!(first["phase"], "Interrupted", "{first}");
     assert!(
         first["message"].as_str().unwrap().contains("interrupt"),
         "{first}"
     );
-    let lock = server.api("/tenants/default/workspaces/slow/state")["lock"].clone();
+    let lock = server.state("slow")["lock"].clone();
     assert!(
         lock.is_null() || lock["id"] != held.as_str(),
         "the cut run's lock was released: {lock}"
@@ -536,8 +452,5 @@ fn a_server_stop_during_an_apply_records_interrupted_and_releases_the_lock() {
         "{}",
         ws["status"]
     );
-    assert!(
-        server.api("/tenants/default/workspaces/slow/state")["lock"].is_null(),
-        "no lock left"
-    );
+    assert!(server.state("slow")["lock"].is_null(), "no lock left");
 }

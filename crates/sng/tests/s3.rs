@@ -12,7 +12,6 @@ use std::time::{Duration, Instant};
 
 use common::*;
 use serde_json::{json, Value};
-use sng_oci::testing::TestRegistry;
 
 const REGION: &str = "us-east-1";
 const BUCKET: &str = "tfstate";
@@ -193,25 +192,15 @@ struct Env {
     // Dropped in this order: server first, then the services it talks to.
     server: Server,
     moto: Moto,
-    reg: TestRegistry,
-    _data: tempfile::TempDir,
-    files: tempfile::TempDir,
+    fx: Fixture,
 }
 
 fn env(extra: &[&str]) -> Env {
     let moto = Moto::start();
-    let reg = TestRegistry::start().unwrap();
-    push_module(&reg, "pet", "acme/pet", "1.0.0", None);
-    let data = tempfile::tempdir().unwrap();
-    let files = tempfile::tempdir().unwrap();
-    let server = Server::start_runs(data.path(), &registry_addr(&reg), extra);
-    Env {
-        server,
-        moto,
-        reg,
-        _data: data,
-        files,
-    }
+    let fx = Fixture::new();
+    fx.push_example("pet", "acme/pet", "1.0.0");
+    let server = fx.server(extra);
+    Env { server, moto, fx }
 }
 
 const ACCESS_KEY: &str = "CANARYAKID7730";
@@ -227,52 +216,46 @@ fn creds_secret(name: &str) -> String {
 fn workspace(e: &Env, name: &str, prefix: &str, secret: &str, extra_s3: &str) -> String {
     format!(
         "apiVersion: tofu.stackngo.io/v1alpha1\nkind: Workspace\nmetadata:\n  name: {name}\nspec:\n  module:\n    source: {}\n    tag: \"1.0.0\"\n  vars:\n    prefix: {prefix}\n    length: 2\n  backend:\n    s3:\n      endpoint: {}\n      region: {REGION}\n      bucket: {BUCKET}\n      credentialsSecretRef: {{name: {secret}}}\n      lockfile: true\n{extra_s3}",
-        e.reg.source("acme/pet"),
+        e.fx.source("acme/pet"),
         e.moto.endpoint
     )
 }
 
 fn apply(e: &Env, file: &str, text: &str) {
-    let path = write(e.files.path(), file, text);
-    ok(e.server.sng(&["apply", "-f", &path]));
+    e.server.apply_file(e.fx.files.path(), file, text);
 }
 
-/// Wait until generation `g` of the workspace has been run.
-fn settled_at(server: &Server, name: &str, g: i64) -> Value {
-    wait_for(
-        &format!("{name} generation {g}"),
-        Duration::from_secs(240),
-        || {
-            let ws = server.settled(name);
-            (ws["status"]["observedGeneration"] == g).then_some(ws)
-        },
-    )
+/// The credentials and the workspace `pet` (`extra_s3` under `s3:`) applied: generation 1, Ready.
+fn pet_ready(e: &Env, extra_s3: &str) -> Value {
+    let pet = workspace(e, "pet", "demo", "s3-creds", extra_s3);
+    apply(e, "pet.yaml", &(creds_secret("s3-creds") + "---\n" + &pet));
+    let ws = e.server.settled_at("pet", 1);
+    assert_ready(&ws);
+    ws
 }
 
-fn terraform_data_input(state: &Value) -> String {
+/// The workspace `pet` applied again with `prefix`: generation 2, once run.
+fn pet_again(e: &Env, prefix: &str) -> Value {
+    apply(e, "pet.yaml", &workspace(e, "pet", prefix, "s3-creds", ""));
+    e.server.settled_at("pet", 2)
+}
+
+/// The `input` of the resource `terraform_data.NAME` in a state object.
+fn terraform_data_input(state: &Value, name: &str) -> Value {
     let resources = state["resources"].as_array().expect("resources");
-    let pet = resources
+    let r = resources
         .iter()
-        .find(|r| r["type"] == "terraform_data" && r["name"] == "pet")
-        .unwrap_or_else(|| panic!("no terraform_data.pet in {state}"));
+        .find(|r| r["type"] == "terraform_data" && r["name"] == name)
+        .unwrap_or_else(|| panic!("no terraform_data.{name} in {state}"));
     // `input` is a dynamic value: `{"value": …, "type": …}`
-    pet["instances"][0]["attributes"]["input"]["value"]
-        .as_str()
-        .unwrap_or_else(|| panic!("no input in {pet}"))
-        .to_string()
+    r["instances"][0]["attributes"]["input"]["value"].clone()
 }
 
 #[test]
 fn the_state_lives_in_the_tenant_bucket_not_on_the_platform() {
     let e = env(&[]);
-    apply(
-        &e,
-        "pet.yaml",
-        &(creds_secret("s3-creds") + "---\n" + &workspace(&e, "pet", "demo", "s3-creds", "")),
-    );
-    let ws = settled_at(&e.server, "pet", 1);
+    let ws = pet_ready(&e, "");
     let st = &ws["status"];
-    assert_eq!(condition(&ws, "Ready").0, "True", "{st}");
     assert_eq!(st["lastApply"]["result"], "Succeeded", "{st}");
     assert_eq!(st["lastPlan"]["add"], 1, "{st}");
 
@@ -284,16 +267,16 @@ fn the_state_lives_in_the_tenant_bucket_not_on_the_platform() {
         "{state}"
     );
     assert!(state["lineage"].is_string(), "{state}");
-    assert_eq!(terraform_data_input(&state), "demo-pet0-pet1");
+    assert_eq!(terraform_data_input(&state, "pet"), "demo-pet0-pet1");
     // use_lockfile: the run's lock object was released
     assert_eq!(e.moto.get("sng/default/pet.tfstate.tflock"), None);
     // the platform holds nothing for it
-    let held = e.server.api("/tenants/default/workspaces/pet/state");
+    let held = e.server.state("pet");
     assert_eq!(held["versions"], json!([]), "{held}");
     assert!(held["lock"].is_null(), "{held}");
-    let run = &e.server.api("/tenants/default/workspaces/pet/runs")["items"][0];
+    let run = e.server.last_run("pet");
     assert_eq!(run["phase"], "Succeeded", "{run}");
-    let log = ok(e.server.sng(&["logs", run["id"].as_str().unwrap()]));
+    let log = e.server.logs(run["id"].as_str().unwrap());
     assert!(log.contains("Apply complete!"), "{log}");
     // the run record names the state it wrote: the serial read back from the bucket
     assert_eq!(run["stateSerialAfter"], state["serial"], "{run}");
@@ -304,14 +287,9 @@ fn the_state_lives_in_the_tenant_bucket_not_on_the_platform() {
     );
 
     // the next run reads the state back from the bucket: an update in place, not a second create
-    apply(
-        &e,
-        "pet.yaml",
-        &workspace(&e, "pet", "prod", "s3-creds", ""),
-    );
-    let ws = settled_at(&e.server, "pet", 2);
+    let ws = pet_again(&e, "prod");
     let st = &ws["status"];
-    assert_eq!(condition(&ws, "Ready").0, "True", "{st}");
+    assert_ready(&ws);
     assert_eq!(
         (
             st["lastPlan"]["add"].as_i64(),
@@ -321,40 +299,23 @@ fn the_state_lives_in_the_tenant_bucket_not_on_the_platform() {
         "{st}"
     );
     let after = e.moto.state("sng/default/pet.tfstate");
-    assert_eq!(terraform_data_input(&after), "prod-pet0-pet1");
-    let run = &e.server.api("/tenants/default/workspaces/pet/runs")["items"][0];
+    assert_eq!(terraform_data_input(&after, "pet"), "prod-pet0-pet1");
+    let run = e.server.last_run("pet");
     assert_eq!(run["stateSerialAfter"], after["serial"], "{run}");
     assert_eq!(after["lineage"], state["lineage"]);
     assert!(
         after["serial"].as_i64() > state["serial"].as_i64(),
         "{after}"
     );
-    assert_eq!(
-        e.server.api("/tenants/default/workspaces/pet/state")["versions"],
-        json!([])
-    );
+    assert_eq!(e.server.state("pet")["versions"], json!([]));
 }
 
 #[test]
 fn a_custom_key_is_honoured() {
     let e = env(&[]);
-    apply(
-        &e,
-        "pet.yaml",
-        &(creds_secret("s3-creds")
-            + "---\n"
-            + &workspace(
-                &e,
-                "pet",
-                "demo",
-                "s3-creds",
-                "      key: teams/blue/pet-custom.tfstate\n",
-            )),
-    );
-    let ws = settled_at(&e.server, "pet", 1);
-    assert_eq!(condition(&ws, "Ready").0, "True", "{}", ws["status"]);
+    pet_ready(&e, "      key: teams/blue/pet-custom.tfstate\n");
     let state = e.moto.state("teams/blue/pet-custom.tfstate");
-    assert_eq!(terraform_data_input(&state), "demo-pet0-pet1");
+    assert_eq!(terraform_data_input(&state, "pet"), "demo-pet0-pet1");
     assert_eq!(
         e.moto.get("sng/default/pet.tfstate"),
         None,
@@ -366,13 +327,7 @@ fn a_custom_key_is_honoured() {
 #[test]
 fn a_lock_file_held_by_someone_else_gives_state_locked() {
     let e = env(&[]);
-    apply(
-        &e,
-        "pet.yaml",
-        &(creds_secret("s3-creds") + "---\n" + &workspace(&e, "pet", "demo", "s3-creds", "")),
-    );
-    let ws = settled_at(&e.server, "pet", 1);
-    assert_eq!(condition(&ws, "Ready").0, "True", "{}", ws["status"]);
+    pet_ready(&e, "");
     let before = e.moto.state("sng/default/pet.tfstate");
 
     // a third party (a person running the CLI on a laptop) holds the lock file
@@ -380,12 +335,7 @@ fn a_lock_file_held_by_someone_else_gives_state_locked() {
     let lock = json!({"ID": "lock-alice-s3", "Operation": "OperationTypeApply", "Info": "", "Who": "alice@laptop", "Version": "1.10.0", "Created": "2026-01-01T00:00:00Z", "Path": format!("{BUCKET}/{key}")});
     e.moto.put_json(&format!("{key}.tflock"), &lock);
 
-    apply(
-        &e,
-        "pet.yaml",
-        &workspace(&e, "pet", "second", "s3-creds", ""),
-    );
-    let ws = settled_at(&e.server, "pet", 2);
+    let ws = pet_again(&e, "second");
     let st = &ws["status"];
     assert_eq!(st["lastApply"]["result"], "StateLocked", "{st}");
     let msg = st["lastApply"]["message"].as_str().unwrap();
@@ -400,7 +350,7 @@ fn a_lock_file_held_by_someone_else_gives_state_locked() {
     // nothing was written, and the third party's lock is left alone
     let after = e.moto.state(key);
     assert_eq!(after["serial"], before["serial"]);
-    assert_eq!(terraform_data_input(&after), "demo-pet0-pet1");
+    assert_eq!(terraform_data_input(&after, "pet"), "demo-pet0-pet1");
     let held: Value = serde_json::from_str(&e.moto.get(&format!("{key}.tflock")).unwrap()).unwrap();
     assert_eq!(held["ID"], "lock-alice-s3");
 
@@ -426,32 +376,21 @@ fn a_missing_credentials_secret_fails_with_secret_not_found() {
             + &workspace(&e, "halfsecret", "demo", "half-creds", "")),
     );
 
-    let ws = settled_at(&e.server, "nosecret", 1);
+    let ws = e.server.settled_at("nosecret", 1);
     let st = &ws["status"];
     assert_eq!(st["lastApply"]["result"], "Failed", "{st}");
-    let (status, reason, message) = condition(&ws, "Failed");
-    assert_eq!(
-        (status.as_str(), reason.as_str()),
-        ("True", "SecretNotFound"),
-        "{st}"
-    );
+    let message = failed_because(&ws, "SecretNotFound");
     assert!(
         message.contains("no-such-creds") && message.contains("credentialsSecretRef"),
         "{message}"
     );
     assert_eq!(condition(&ws, "Ready").0, "False");
-    let run = &e.server.api("/tenants/default/workspaces/nosecret/runs")["items"][0];
+    let run = e.server.last_run("nosecret");
     assert_eq!(run["phase"], "Failed", "{run}");
     assert!(run.get("steps").is_none(), "the engine never ran: {run}");
 
-    let ws = settled_at(&e.server, "halfsecret", 1);
-    let (status, reason, message) = condition(&ws, "Failed");
-    assert_eq!(
-        (status.as_str(), reason.as_str()),
-        ("True", "SecretNotFound"),
-        "{}",
-        ws["status"]
-    );
+    let ws = e.server.settled_at("halfsecret", 1);
+    let message = failed_because(&ws, "SecretNotFound");
     assert!(
         message.contains("half-creds") && message.contains("AWS_SECRET_ACCESS_KEY"),
         "{message}"
@@ -466,36 +405,25 @@ fn a_missing_credentials_secret_fails_with_secret_not_found() {
 fn the_credentials_never_appear_in_logs_status_or_runs() {
     // trace level: the engine and its AWS SDK log everything they do
     let e = env(&["--engine-log", "trace"]);
-    apply(
-        &e,
-        "pet.yaml",
-        &(creds_secret("s3-creds") + "---\n" + &workspace(&e, "pet", "demo", "s3-creds", "")),
-    );
-    let ws = settled_at(&e.server, "pet", 1);
-    assert_eq!(condition(&ws, "Ready").0, "True", "{}", ws["status"]);
+    pet_ready(&e, "");
     // and a failing run too (lock held), whose diagnostics end up in status and run record
     e.moto.put_json(
         "sng/default/pet.tfstate.tflock",
         &json!({"ID": "lock-bob", "Operation": "OperationTypeApply", "Info": "", "Who": "bob@ci", "Version": "1.10.0", "Created": "2026-01-01T00:00:00Z", "Path": ""}),
     );
-    apply(
-        &e,
-        "pet.yaml",
-        &workspace(&e, "pet", "again", "s3-creds", ""),
-    );
-    let ws = settled_at(&e.server, "pet", 2);
+    let ws = pet_again(&e, "again");
     assert_eq!(
         ws["status"]["lastApply"]["result"], "StateLocked",
         "{}",
         ws["status"]
     );
 
-    let runs = e.server.api("/tenants/default/workspaces/pet/runs");
+    let runs = e.server.runs("pet");
     let items = runs["items"].as_array().unwrap();
     assert_eq!(items.len(), 2, "{runs}");
     let mut logs = String::new();
     for r in items {
-        logs.push_str(&ok(e.server.sng(&["logs", r["id"].as_str().unwrap()])));
+        logs.push_str(&e.server.logs(r["id"].as_str().unwrap()));
     }
     assert!(
         logs.len() > 50_000,
@@ -509,7 +437,7 @@ fn the_credentials_never_appear_in_logs_status_or_runs() {
     let everything = format!(
         "{logs}\n{}\n{runs}\n{}\n{}",
         e.server.workspace("pet"),
-        e.server.api("/tenants/default/workspaces/pet/state"),
+        e.server.state("pet"),
         ok(e.server.sng(&["kind", "get", "workspaces", "-o", "yaml"])),
     );
     for canary in [SECRET_KEY, ACCESS_KEY] {
@@ -524,31 +452,25 @@ fn the_credentials_never_appear_in_logs_status_or_runs() {
 #[test]
 fn a_lock_file_left_by_a_run_cut_by_kill_9_is_released_by_the_next_run() {
     let moto = Moto::start();
-    let reg = TestRegistry::start().unwrap();
-    let files = tempfile::tempdir().unwrap();
-    let module = files.path().join("slow");
-    std::fs::create_dir_all(&module).unwrap();
-    std::fs::write(
-        module.join("main.tf"),
+    let fx = Fixture::new();
+    fx.push_tf(
+        "acme/slow",
+        "1",
         "variable \"seconds\" { type = number }\nresource \"terraform_data\" \"slow\" {\n  input = var.seconds\n  provisioner \"local-exec\" {\n    command = \"sleep ${var.seconds}\"\n  }\n}\n",
-    )
-    .unwrap();
-    push_dir(&reg, &module, "acme/slow", "1", None);
-    let data = tempfile::tempdir().unwrap();
-    let mut server = Server::start_runs(data.path(), &registry_addr(&reg), &[]);
+    );
+    let mut server = fx.server(&[]);
     let manifest = |seconds: u32| {
         format!(
             "apiVersion: tofu.stackngo.io/v1alpha1\nkind: Workspace\nmetadata:\n  name: slow\nspec:\n  module:\n    source: {}\n    tag: \"1\"\n  vars:\n    seconds: {seconds}\n  backend:\n    s3:\n      endpoint: {}\n      region: {REGION}\n      bucket: {BUCKET}\n      credentialsSecretRef: {{name: s3-creds}}\n      lockfile: true\n",
-            reg.source("acme/slow"),
+            fx.source("acme/slow"),
             moto.endpoint
         )
     };
-    let file = write(
-        files.path(),
+    server.apply_file(
+        fx.files.path(),
         "slow.yaml",
         &(creds_secret("s3-creds") + "---\n" + &manifest(300)),
     );
-    ok(server.sng(&["apply", "-f", &file]));
     let key = "sng/default/slow.tfstate.tflock";
     let lock: Value = wait_for("the lock file", Duration::from_secs(120), || {
         let ws = server.workspace("slow");
@@ -557,17 +479,14 @@ fn a_lock_file_left_by_a_run_cut_by_kill_9_is_released_by_the_next_run() {
         }
         serde_json::from_str(&moto.get(key)?).ok()
     });
-    let runs = server.api("/tenants/default/workspaces/slow/runs");
-    let cut_id = runs["items"][0]["id"].as_str().unwrap().to_string();
+    let cut_id = server.last_run("slow")["id"].as_str().unwrap().to_string();
     assert_eq!(
         lock["Who"].as_str().unwrap().rsplit_once('@').unwrap().1,
         format!("sng-{cut_id}"),
         "the holder names the run: {lock}"
     );
 
-    let mut child = server.child.take().unwrap();
-    child.kill().unwrap(); // SIGKILL
-    child.wait().unwrap();
+    server.kill9();
     assert!(
         moto.get(key).is_some(),
         "the engine died with the server: its lock file is still in the bucket"
@@ -575,15 +494,14 @@ fn a_lock_file_left_by_a_run_cut_by_kill_9_is_released_by_the_next_run() {
 
     // The restart re-runs generation 1 (300 s of sleep) at once: the deadline cuts that run
     // cleanly (the engine releases its lock), then generation 2 applies.
-    let server = Server::start_runs(data.path(), &registry_addr(&reg), &["--run-timeout", "15s"]);
-    let file = write(files.path(), "slow.yaml", &manifest(0));
-    ok(server.sng(&["apply", "-f", &file]));
-    let ws = settled_at(&server, "slow", 2);
+    let server = fx.server(&["--run-timeout", "15s"]);
+    server.apply_file(fx.files.path(), "slow.yaml", &manifest(0));
+    let ws = server.settled_at("slow", 2);
     let st = &ws["status"];
     assert_eq!(st["lastApply"]["result"], "Succeeded", "{st}");
-    assert_eq!(condition(&ws, "Ready").0, "True", "{st}");
+    assert_ready(&ws);
     assert!(moto.get(key).is_none(), "no lock left in the bucket");
-    let runs = server.api("/tenants/default/workspaces/slow/runs");
+    let runs = server.runs("slow");
     let items = runs["items"].as_array().unwrap();
     let cut = items.iter().find(|r| r["id"] == cut_id.as_str()).unwrap();
     assert_eq!(cut["phase"], "Interrupted", "{cut}");
@@ -591,7 +509,7 @@ fn a_lock_file_left_by_a_run_cut_by_kill_9_is_released_by_the_next_run() {
     let releasing: Vec<&str> = items
         .iter()
         .filter_map(|r| r["id"].as_str())
-        .filter(|id| ok(server.sng(&["logs", id])).contains(&released))
+        .filter(|id| server.logs(id).contains(&released))
         .collect();
     assert_eq!(releasing.len(), 1, "one run released the lock: {runs}");
     assert!(
@@ -599,19 +517,7 @@ fn a_lock_file_left_by_a_run_cut_by_kill_9_is_released_by_the_next_run() {
         "no run failed on the stale lock: {runs}"
     );
     assert_eq!(
-        terraform_data_input_number(&moto.state("sng/default/slow.tfstate")),
+        terraform_data_input(&moto.state("sng/default/slow.tfstate"), "slow"),
         0.0
     );
-}
-
-fn terraform_data_input_number(state: &Value) -> f64 {
-    let r = state["resources"]
-        .as_array()
-        .expect("resources")
-        .iter()
-        .find(|r| r["type"] == "terraform_data")
-        .unwrap_or_else(|| panic!("no terraform_data in {state}"));
-    r["instances"][0]["attributes"]["input"]["value"]
-        .as_f64()
-        .unwrap_or_else(|| panic!("input: {r}"))
 }

@@ -65,30 +65,6 @@ fn start(data: &std::path::Path) -> Server {
     Server::start_with(data, &["--engine", engine.to_str().unwrap()])
 }
 
-/// An API call with a bearer token: (code, body as JSON or text).
-fn call(
-    server: &Server,
-    method: &str,
-    token: &str,
-    path: &str,
-    body: Option<Value>,
-) -> (u16, Value) {
-    let method = reqwest::Method::from_bytes(method.as_bytes()).unwrap();
-    let mut req = reqwest::blocking::Client::new()
-        .request(method, format!("{}{path}", server.url))
-        .bearer_auth(token);
-    if let Some(b) = body {
-        req = req.json(&b);
-    }
-    let resp = req.send().unwrap();
-    let code = resp.status().as_u16();
-    let text = resp.text().unwrap();
-    (
-        code,
-        serde_json::from_str(&text).unwrap_or(Value::String(text)),
-    )
-}
-
 /// A call of the state backend, basic auth with the token as password: (code, body).
 fn state_call(
     server: &Server,
@@ -110,13 +86,9 @@ fn state_call(
 
 /// GET as JSON, which must succeed.
 fn get(server: &Server, token: &str, path: &str) -> Value {
-    let (code, body) = call(server, "GET", token, path, None);
+    let (code, body) = server.call("GET", token, path, None);
     assert_eq!(code, 200, "GET {path}: {body}");
     body
-}
-
-fn last_line(text: &str) -> String {
-    text.lines().last().unwrap_or_default().trim().to_string()
 }
 
 /// `sng token create` in `tenant` with `token`: the new token (the last line).
@@ -158,8 +130,8 @@ fn another_tenants_tokens_get_404_everywhere_and_change_nothing() {
     let data = tempfile::tempdir().unwrap();
     let files = tempfile::tempdir().unwrap();
     let server = start(data.path());
-    let a_admin = last_line(&ok(server.sng(&["tenant", "create", "a"])));
-    let b_admin = last_line(&ok(server.sng(&["tenant", "create", "b"])));
+    let a_admin = server.tenant_token("a");
+    let b_admin = server.tenant_token("b");
     let b_viewer = create_token(&server, &b_admin, "b", "viewer");
     let b_operator = create_token(&server, &b_admin, "b", "operator");
 
@@ -183,8 +155,7 @@ fn another_tenants_tokens_get_404_everywhere_and_change_nothing() {
         ),
     );
     st("UNLOCK", "/state/v1/a/app/lock", Some(lock_info("L1")));
-    let (code, body) = call(
-        &server,
+    let (code, body) = server.call(
         "POST",
         &server.token,
         "/api/v1/tenants/a/events",
@@ -297,7 +268,7 @@ fn another_tenants_tokens_get_404_everywhere_and_change_nothing() {
         ("admin", &b_admin),
     ] {
         for (method, path, body) in &api {
-            let (code, answer) = call(&server, method, token, path, body.clone());
+            let (code, answer) = server.call(method, token, path, body.clone());
             assert_eq!(
                 (code, answer["reason"].as_str()),
                 (404, Some("NotFound")),
@@ -342,14 +313,9 @@ fn another_tenants_tokens_get_404_everywhere_and_change_nothing() {
         .contains("\"serial\":1"));
     // and A's admin token still works
     assert_eq!(
-        call(
-            &server,
-            "GET",
-            &a_admin,
-            "/api/v1/tenants/a/workspaces",
-            None
-        )
-        .0,
+        server
+            .call("GET", &a_admin, "/api/v1/tenants/a/workspaces", None)
+            .0,
         200
     );
 }
@@ -364,13 +330,15 @@ fn roles_decide_what_a_token_may_do_in_its_tenant() {
     let data = tempfile::tempdir().unwrap();
     let files = tempfile::tempdir().unwrap();
     let server = start(data.path());
-    let admin = last_line(&ok(server.sng(&["tenant", "create", "b"])));
+    let admin = server.tenant_token("b");
     let file = write(files.path(), "objects.yaml", &objects());
     ok(server.sng_as(&admin, "b", &["apply", "-f", &file], None));
     let viewer = create_token(&server, &admin, "b", "viewer");
     let operator = create_token(&server, &admin, "b", "operator");
+    // `path` under `/api/v1/tenants/b`
     let forbidden = |token: &str, method: &str, path: &str, body: Option<Value>, role: &str| {
-        let (code, answer) = call(&server, method, token, path, body);
+        let path = format!("/api/v1/tenants/b{path}");
+        let (code, answer) = server.call(method, token, &path, body);
         assert_eq!(
             (code, answer["reason"].as_str()),
             (403, Some("Forbidden")),
@@ -405,20 +373,9 @@ fn roles_decide_what_a_token_may_do_in_its_tenant() {
         listed.contains("db") && !listed.contains("s3cr3t"),
         "{listed}"
     );
-    forbidden(
-        &viewer,
-        "GET",
-        "/api/v1/tenants/b/secrets/db?reveal=true",
-        None,
-        "operator",
-    );
-    forbidden(
-        &viewer,
-        "POST",
-        "/api/v1/tenants/b/apply",
-        Some(json!({"items": [ws]})),
-        "operator",
-    );
+    forbidden(&viewer, "GET", "/secrets/db?reveal=true", None, "operator");
+    let items = Some(json!({"items": [ws]}));
+    forbidden(&viewer, "POST", "/apply", items, "operator");
     for (kind, name) in KINDS {
         // policies and webhooks are the tenant's settings: the admin's
         let role = if matches!(kind, "policies" | "webhooks") {
@@ -426,31 +383,15 @@ fn roles_decide_what_a_token_may_do_in_its_tenant() {
         } else {
             "operator"
         };
-        forbidden(
-            &viewer,
-            "DELETE",
-            &format!("/api/v1/tenants/b/{kind}/{name}"),
-            None,
-            role,
-        );
+        forbidden(&viewer, "DELETE", &format!("/{kind}/{name}"), None, role);
     }
     for action in ["approve", "cancel", "refresh"] {
-        forbidden(
-            &viewer,
-            "POST",
-            &format!("/api/v1/tenants/b/workspaces/app/{action}"),
-            Some(json!({"planId": "p"})).filter(|_| action == "approve"),
-            "operator",
-        );
+        let body = Some(json!({"planId": "p"})).filter(|_| action == "approve");
+        let path = format!("/workspaces/app/{action}");
+        forbidden(&viewer, "POST", &path, body, "operator");
     }
-    forbidden(
-        &viewer,
-        "POST",
-        "/api/v1/tenants/b/deadletters/d1/replay",
-        None,
-        "operator",
-    );
-    forbidden(&viewer, "GET", "/api/v1/tenants/b/tokens", None, "admin");
+    forbidden(&viewer, "POST", "/deadletters/d1/replay", None, "operator");
+    forbidden(&viewer, "GET", "/tokens", None, "admin");
     let (code, body) = state_call(&server, "GET", &viewer, "/state/v1/b/app", None);
     assert_eq!(code, 403, "{body}");
     assert!(body.contains("`operator`"), "{body}");
@@ -492,92 +433,42 @@ fn roles_decide_what_a_token_may_do_in_its_tenant() {
     ok(server.sng_as(&operator, "b", &["kind", "delete", "secret", "tmp"], None));
     ok(server.sng_as(&operator, "b", &["refresh", "workspace", "app"], None));
     // past the role check: no plan awaits approval, no run is active, no such dead letter
-    assert_eq!(
-        call(
-            &server,
-            "POST",
-            &operator,
-            "/api/v1/tenants/b/workspaces/app/approve",
-            Some(json!({"planId": "p"}))
-        )
-        .0,
-        409
-    );
-    assert_eq!(
-        call(
-            &server,
-            "POST",
-            &operator,
-            "/api/v1/tenants/b/workspaces/app/cancel",
-            None
-        )
-        .0,
-        409
-    );
-    assert_eq!(
-        call(
-            &server,
-            "POST",
-            &operator,
-            "/api/v1/tenants/b/deadletters/d1/replay",
-            None
-        )
-        .0,
-        404
-    );
-    let (code, body) = state_call(
-        &server,
-        "LOCK",
-        &operator,
-        "/state/v1/b/app/lock",
-        Some(lock_info("OP")),
-    );
-    assert_eq!(code, 200, "{body}");
-    let (code, body) = state_call(
-        &server,
-        "UNLOCK",
-        &operator,
-        "/state/v1/b/app/lock",
-        Some(lock_info("OP")),
-    );
-    assert_eq!(code, 200, "{body}");
-    forbidden(
-        &operator,
-        "POST",
-        "/api/v1/tenants/b/apply",
-        Some(json!({"items": [policy]})),
-        "admin",
-    );
-    forbidden(
-        &operator,
-        "DELETE",
-        "/api/v1/tenants/b/webhooks/hook",
-        None,
-        "admin",
-    );
-    forbidden(
-        &operator,
-        "POST",
-        "/api/v1/tenants/b/tokens",
-        Some(json!({"role": "viewer"})),
-        "admin",
-    );
-    forbidden(&operator, "GET", "/api/v1/tenants/b/tokens", None, "admin");
+    for (action, body, code) in [
+        ("workspaces/app/approve", Some(json!({"planId": "p"})), 409),
+        ("workspaces/app/cancel", None, 409),
+        ("deadletters/d1/replay", None, 404),
+    ] {
+        let path = format!("/api/v1/tenants/b/{action}");
+        assert_eq!(
+            server.call("POST", &operator, &path, body).0,
+            code,
+            "{path}"
+        );
+    }
+    for method in ["LOCK", "UNLOCK"] {
+        let lock = Some(lock_info("OP"));
+        let (code, body) = state_call(&server, method, &operator, "/state/v1/b/app/lock", lock);
+        assert_eq!(code, 200, "{method}: {body}");
+    }
+    let items = Some(json!({"items": [policy]}));
+    forbidden(&operator, "POST", "/apply", items, "admin");
+    forbidden(&operator, "DELETE", "/webhooks/hook", None, "admin");
+    let viewer_token = Some(json!({"role": "viewer"}));
+    forbidden(&operator, "POST", "/tokens", viewer_token, "admin");
+    forbidden(&operator, "GET", "/tokens", None, "admin");
     let o = server.sng_as(
         &operator,
         "b",
         &["token", "create", "--role", "viewer"],
         None,
     );
-    assert_eq!(o.status.code(), Some(1));
-    assert!(err(&o).contains("needs the `admin` role"), "{}", err(&o));
+    fails(&o, 1, "needs the `admin` role");
     // tenants stay the platform admin's
-    let (code, body) = call(&server, "DELETE", &admin, "/api/v1/tenants/b", None);
+    let (code, body) = server.call("DELETE", &admin, "/api/v1/tenants/b", None);
     assert_eq!(code, 403, "{body}");
 
     // admin: the tenant's settings and tokens
-    let (code, body) = call(
-        &server,
+    let (code, body) = server.call(
         "POST",
         &admin,
         "/api/v1/tenants/b/apply",
@@ -651,7 +542,7 @@ fn roles_decide_what_a_token_may_do_in_its_tenant() {
         format!("token/{id} revoked\n")
     );
     // revoked: 401 saying so, on the API and the state backend, and listed as such
-    let (code, body) = call(&server, "GET", &ci, "/api/v1/tenants/b/workspaces", None);
+    let (code, body) = server.call("GET", &ci, "/api/v1/tenants/b/workspaces", None);
     assert_eq!(
         (code, body["reason"].as_str()),
         (401, Some("Unauthorized")),
@@ -666,8 +557,7 @@ fn roles_decide_what_a_token_may_do_in_its_tenant() {
         401
     );
     let o = server.sng_as(&ci, "b", &["kind", "get", "workspaces"], None);
-    assert_eq!(o.status.code(), Some(1));
-    assert!(err(&o).contains("revoked"), "{}", err(&o));
+    fails(&o, 1, "revoked");
     let table = ok(server.sng_as(&admin, "b", &["token", "list"], None));
     assert!(
         table
@@ -675,8 +565,7 @@ fn roles_decide_what_a_token_may_do_in_its_tenant() {
             .any(|l| l.starts_with(&id) && l.contains("Revoked")),
         "{table}"
     );
-    let (code, _) = call(
-        &server,
+    let (code, _) = server.call(
         "DELETE",
         &admin,
         "/api/v1/tenants/b/tokens/no-such-id",
@@ -685,12 +574,14 @@ fn roles_decide_what_a_token_may_do_in_its_tenant() {
     assert_eq!(code, 404);
 
     // the platform admin manages any tenant's tokens; a missing tenant is 404
-    let (code, body) = call(
-        &server,
-        "POST",
+    let new_token = |token: &str, tenant: &str, body: Value| {
+        let path = format!("/api/v1/tenants/{tenant}/tokens");
+        server.call("POST", token, &path, Some(body))
+    };
+    let (code, body) = new_token(
         &server.token,
-        "/api/v1/tenants/b/tokens",
-        Some(json!({"role": "operator", "expires": "1h"})),
+        "b",
+        json!({"role": "operator", "expires": "1h"}),
     );
     assert_eq!(code, 201, "{body}");
     assert_eq!(body["role"], "operator");
@@ -698,34 +589,16 @@ fn roles_decide_what_a_token_may_do_in_its_tenant() {
         body["expiresAt"].is_string() && body["token"].as_str().unwrap().starts_with("sng_"),
         "{body}"
     );
-    let (code, _) = call(
-        &server,
-        "POST",
-        &server.token,
-        "/api/v1/tenants/nope/tokens",
-        Some(json!({"role": "viewer"})),
-    );
+    let (code, _) = new_token(&server.token, "nope", json!({"role": "viewer"}));
     assert_eq!(code, 404);
     // bad requests
-    let (code, body) = call(
-        &server,
-        "POST",
-        &admin,
-        "/api/v1/tenants/b/tokens",
-        Some(json!({"role": "root"})),
-    );
+    let (code, body) = new_token(&admin, "b", json!({"role": "root"}));
     assert_eq!(
         (code, body["reason"].as_str()),
         (422, Some("Invalid")),
         "{body}"
     );
-    let (code, _) = call(
-        &server,
-        "POST",
-        &admin,
-        "/api/v1/tenants/b/tokens",
-        Some(json!({"role": "viewer", "expires": "soon"})),
-    );
+    let (code, _) = new_token(&admin, "b", json!({"role": "viewer", "expires": "soon"}));
     assert_eq!(code, 422);
     let o = server.sng_as(&admin, "b", &["token", "create", "--role", "root"], None);
     assert_eq!(o.status.code(), Some(2), "{}", err(&o));
@@ -742,7 +615,7 @@ fn roles_decide_what_a_token_may_do_in_its_tenant() {
 fn an_expired_token_is_refused_with_a_message_saying_so() {
     let data = tempfile::tempdir().unwrap();
     let server = start(data.path());
-    let admin = last_line(&ok(server.sng(&["tenant", "create", "b"])));
+    let admin = server.tenant_token("b");
     let o = ok(server.sng_as(
         &admin,
         "b",
@@ -753,7 +626,7 @@ fn an_expired_token_is_refused_with_a_message_saying_so() {
     let short = last_line(&o);
     // valid until it expires, then 401 for good
     let body = wait_for("the token to expire", Duration::from_secs(30), || {
-        let (code, body) = call(&server, "GET", &short, "/api/v1/tenants/b/workspaces", None);
+        let (code, body) = server.call("GET", &short, "/api/v1/tenants/b/workspaces", None);
         assert!(code == 200 || code == 401, "{code}: {body}");
         (code == 401).then_some(body)
     });
@@ -766,8 +639,7 @@ fn an_expired_token_is_refused_with_a_message_saying_so() {
     assert_eq!(code, 401);
     assert!(text.contains("expired"), "{text}");
     let o = server.sng_as(&short, "b", &["kind", "get", "workspaces"], None);
-    assert_eq!(o.status.code(), Some(1));
-    assert!(err(&o).contains("expired"), "{}", err(&o));
+    fails(&o, 1, "expired");
     let table = ok(server.sng_as(&admin, "b", &["token", "list"], None));
     assert!(
         table

@@ -6,7 +6,7 @@ mod common;
 
 use std::collections::BTreeSet;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::Duration;
 
 use common::receiver::*;
@@ -18,40 +18,17 @@ const CANARY: &str = "canary-hmac-key-5f1e0c9a";
 
 /// A server with fast retries, its log (stderr) in `DATA/server.log`.
 fn start(dir: &Path, max_attempts: u32) -> Server {
-    let _ = std::fs::remove_file(dir.join("server.url"));
     let log = std::fs::File::create(dir.join("server.log")).unwrap();
-    let child = Command::new(SNG)
-        .args(["server", "--listen", "127.0.0.1:0", "--data-dir"])
-        .arg(dir)
-        .env("SNG_LOG", "debug")
-        .env("SNG_WEBHOOK_BACKOFF_MS", "20")
-        .env("SNG_WEBHOOK_BACKOFF_CAP_MS", "200")
-        .env("SNG_WEBHOOK_MAX_ATTEMPTS", max_attempts.to_string())
-        .env("SNG_WEBHOOK_TIMEOUT_MS", "3000")
-        .env("SNG_WEBHOOK_POLL_MS", "200")
-        .stdout(Stdio::null())
-        .stderr(log)
-        .spawn()
-        .expect("start sng server");
-    let url = wait_for("server.url", Duration::from_secs(30), || {
-        let url = std::fs::read_to_string(dir.join("server.url")).ok()?;
-        let url = url.trim().to_string();
-        let up = reqwest::blocking::get(format!("{url}/healthz"))
-            .ok()?
-            .status()
-            .is_success();
-        up.then_some(url)
-    });
-    let token = std::fs::read_to_string(dir.join("admin.token"))
-        .unwrap()
-        .trim()
-        .to_string();
-    Server {
-        child: Some(child),
-        dir: dir.to_path_buf(),
-        url,
-        token,
-    }
+    let max_attempts = max_attempts.to_string();
+    let env = [
+        ("SNG_LOG", "debug"),
+        ("SNG_WEBHOOK_BACKOFF_MS", "20"),
+        ("SNG_WEBHOOK_BACKOFF_CAP_MS", "200"),
+        ("SNG_WEBHOOK_MAX_ATTEMPTS", &max_attempts),
+        ("SNG_WEBHOOK_TIMEOUT_MS", "3000"),
+        ("SNG_WEBHOOK_POLL_MS", "200"),
+    ];
+    Server::spawn(dir, &[], &env, Stdio::from(log))
 }
 
 /// The signing secret and webhooks of the default tenant, applied with `sng apply`.
@@ -67,43 +44,23 @@ fn apply_hooks(server: &Server, files: &Path, hooks: &[(&str, &str, Option<&[&st
             text.push_str(&format!("  events: [{}]\n", list.join(", ")));
         }
     }
-    let file = write(files, "hooks.yaml", &text);
-    ok(server.sng(&["apply", "-f", &file]));
+    server.apply_file(files, "hooks.yaml", &text);
 }
 
-fn call(
-    server: &Server,
-    method: reqwest::Method,
-    token: &str,
-    path: &str,
-    body: Option<Value>,
-) -> (u16, Value) {
-    let mut req = reqwest::blocking::Client::new()
-        .request(method, format!("{}/api/v1{path}", server.url))
-        .bearer_auth(token);
-    if let Some(b) = body {
-        req = req.json(&b);
-    }
-    let resp = req.send().unwrap();
-    let status = resp.status().as_u16();
-    let text = resp.text().unwrap();
-    (
-        status,
-        serde_json::from_str(&text).unwrap_or(Value::String(text)),
-    )
+/// POST an event to the events of `tenant` with `token`: (code, body).
+fn post_event(server: &Server, token: &str, tenant: &str, event: Value) -> (u16, Value) {
+    let path = format!("/api/v1/tenants/{tenant}/events");
+    server.call("POST", token, &path, Some(event))
 }
 
 /// Inject an event as the platform admin; the event as written.
 fn inject(server: &Server, event_type: &str, workspace: &str, correlation: &str) -> Value {
-    let (code, body) = call(
+    let (code, body) = post_event(
         server,
-        reqwest::Method::POST,
         &server.token,
-        "/tenants/default/events",
-        Some(
-            json!({"eventType": event_type, "workspace": workspace, "correlationId": correlation,
-                    "run": "run-1", "data": {"phase": event_type}}),
-        ),
+        "default",
+        json!({"eventType": event_type, "workspace": workspace, "correlationId": correlation,
+               "run": "run-1", "data": {"phase": event_type}}),
     );
     assert_eq!(code, 201, "{body}");
     body
@@ -123,8 +80,28 @@ fn metric(page: &str, sample: &str) -> f64 {
         .unwrap_or_else(|| panic!("no sample `{sample}` in\n{page}"))
 }
 
+const DELIVERED: &str = "sng_webhook_deliveries_total{result=\"delivered\"}";
+const FAILED: &str = "sng_webhook_deliveries_total{result=\"failed\"}";
+const DEAD_LETTERS: &str = "sng_webhook_dead_letters";
+
 fn json_out(server: &Server, args: &[&str]) -> Vec<Value> {
     serde_json::from_str(&ok(server.sng(args))).unwrap()
+}
+
+fn dead_letters(server: &Server) -> Vec<Value> {
+    json_out(server, &["deadletters", "-o", "json"])
+}
+
+/// Wait for `n` dead letters: them, newest first.
+fn wait_dead_letters(server: &Server, n: usize) -> Vec<Value> {
+    wait_for(
+        &format!("{n} dead letters"),
+        Duration::from_secs(30),
+        || {
+            let l = dead_letters(server);
+            (l.len() == n).then_some(l)
+        },
+    )
 }
 
 #[test]
@@ -143,15 +120,7 @@ fn receivers_get_signed_events_in_order_with_one_correlation_id() {
         ],
     );
 
-    let lifecycle = [
-        "run.created",
-        "run.planning",
-        "run.planned",
-        "run.policy_checked",
-        "run.applying",
-        "run.completed",
-    ];
-    let sent: Vec<Value> = lifecycle
+    let sent: Vec<Value> = RUN_EVENTS
         .iter()
         .map(|t| inject(&server, t, "pet", "corr-A"))
         .collect();
@@ -166,10 +135,7 @@ fn receivers_get_signed_events_in_order_with_one_correlation_id() {
     for (hit, sent) in hits.iter().zip(&sent) {
         let body = hit.json();
         assert_eq!(&body, sent, "the body is the event as written");
-        assert_eq!(
-            hit.headers["x-sng-signature"],
-            expected_signature(CANARY, &hit.body)
-        );
+        hit.assert_signed(CANARY);
         assert_eq!(hit.headers["content-type"], "application/json");
         assert_eq!(hit.headers["x-sng-event-type"], body["eventType"]);
         assert_eq!(hit.headers["x-sng-delivery"], body["externalId"]);
@@ -200,19 +166,13 @@ fn receivers_get_signed_events_in_order_with_one_correlation_id() {
         );
         assert!(body["occurredAt"].as_str().unwrap().ends_with('Z'));
     }
-    let types: Vec<String> = hits
-        .iter()
-        .map(|h| h.json()["eventType"].as_str().unwrap().to_string())
-        .collect();
-    assert_eq!(types, lifecycle, "in order of occurrence");
+    let types: Vec<String> = hits.iter().map(Hit::event_type).collect();
+    assert_eq!(types, RUN_EVENTS, "in order of occurrence");
     // The filter: only what the webhook asked for.
     let d = done.hits();
     assert_eq!(d.len(), 1);
     assert_eq!(d[0].json(), sent[5]);
-    assert_eq!(
-        d[0].headers["x-sng-signature"],
-        expected_signature(CANARY, &d[0].body)
-    );
+    d[0].assert_signed(CANARY);
 
     // The events are kept: newest first, by workspace.
     let listed = json_out(&server, &["events", "-o", "json"]);
@@ -235,51 +195,21 @@ fn receivers_get_signed_events_in_order_with_one_correlation_id() {
     );
 
     // Tenant scope: another tenant's token sees 404, and may not inject.
-    let created = ok(server.sng(&["tenant", "create", "acme"]));
-    let acme = created.lines().last().unwrap().trim().to_string();
-    let (code, _) = call(
-        &server,
-        reqwest::Method::GET,
-        &acme,
-        "/tenants/default/events",
-        None,
-    );
-    assert_eq!(code, 404);
-    let (code, _) = call(
-        &server,
-        reqwest::Method::GET,
-        &acme,
-        "/tenants/default/deadletters",
-        None,
-    );
-    assert_eq!(code, 404);
-    let (code, body) = call(
-        &server,
-        reqwest::Method::POST,
-        &acme,
-        "/tenants/acme/events",
-        Some(json!({"eventType": "run.created", "workspace": "pet"})),
-    );
+    let acme = server.tenant_token("acme");
+    for path in ["events", "deadletters"] {
+        let path = format!("/api/v1/tenants/default/{path}");
+        assert_eq!(server.call("GET", &acme, &path, None).0, 404, "{path}");
+    }
+    let created = json!({"eventType": "run.created", "workspace": "pet"});
+    let (code, body) = post_event(&server, &acme, "acme", created);
     assert_eq!(code, 403, "{body}");
-    let (code, body) = call(
-        &server,
-        reqwest::Method::GET,
-        &acme,
-        "/tenants/acme/events",
-        None,
-    );
+    let (code, body) = server.call("GET", &acme, "/api/v1/tenants/acme/events", None);
     assert_eq!((code, body["items"].clone()), (200, json!([])));
 
     let page = metrics(&server);
-    assert_eq!(
-        metric(&page, "sng_webhook_deliveries_total{result=\"delivered\"}"),
-        7.0
-    );
-    assert_eq!(
-        metric(&page, "sng_webhook_deliveries_total{result=\"failed\"}"),
-        0.0
-    );
-    assert_eq!(metric(&page, "sng_webhook_dead_letters"), 0.0);
+    assert_eq!(metric(&page, DELIVERED), 7.0);
+    assert_eq!(metric(&page, FAILED), 0.0);
+    assert_eq!(metric(&page, DEAD_LETTERS), 0.0);
 }
 
 #[test]
@@ -320,23 +250,14 @@ fn a_failing_receiver_gets_each_event_exactly_once_after_recovery() {
     assert!(hits[..4].windows(2).all(|w| w[0].body == w[1].body
         && w[0].headers["x-sng-signature"] == w[1].headers["x-sng-signature"]));
     for h in &hits {
-        assert_eq!(
-            h.headers["x-sng-signature"],
-            expected_signature(CANARY, &h.body)
-        );
+        h.assert_signed(CANARY);
     }
 
     let page = metrics(&server);
-    assert_eq!(
-        metric(&page, "sng_webhook_deliveries_total{result=\"delivered\"}"),
-        3.0
-    );
-    assert_eq!(
-        metric(&page, "sng_webhook_deliveries_total{result=\"failed\"}"),
-        3.0
-    );
-    assert_eq!(metric(&page, "sng_webhook_dead_letters"), 0.0);
-    assert!(json_out(&server, &["deadletters", "-o", "json"]).is_empty());
+    assert_eq!(metric(&page, DELIVERED), 3.0);
+    assert_eq!(metric(&page, FAILED), 3.0);
+    assert_eq!(metric(&page, DEAD_LETTERS), 0.0);
+    assert!(dead_letters(&server).is_empty());
 }
 
 #[test]
@@ -352,10 +273,7 @@ fn a_dead_receiver_ends_in_the_dead_letters_and_a_replay_delivers_it() {
 
     let first = inject(&server, "run.errored", "pet", "corr-C");
     let second = inject(&server, "workspace.failed", "pet", "corr-C");
-    let letters = wait_for("2 dead letters", Duration::from_secs(30), || {
-        let l = json_out(&server, &["deadletters", "-o", "json"]);
-        (l.len() == 2).then_some(l)
-    });
+    let letters = wait_dead_letters(&server, 2);
     // Newest first; each gave up after 3 attempts with the receiver's answer.
     assert_eq!(letters[0]["event"], second);
     assert_eq!(letters[1]["event"], first);
@@ -377,11 +295,8 @@ fn a_dead_receiver_ends_in_the_dead_letters_and_a_replay_delivers_it() {
         "{table}"
     );
     let page = metrics(&server);
-    assert_eq!(metric(&page, "sng_webhook_dead_letters"), 2.0);
-    assert_eq!(
-        metric(&page, "sng_webhook_deliveries_total{result=\"failed\"}"),
-        6.0
-    );
+    assert_eq!(metric(&page, DEAD_LETTERS), 2.0);
+    assert_eq!(metric(&page, FAILED), 6.0);
 
     // The receiver recovers; the replay delivers the first event, once.
     dead.set_down(false);
@@ -394,19 +309,13 @@ fn a_dead_receiver_ends_in_the_dead_letters_and_a_replay_delivers_it() {
     let delivered = dead.delivered();
     assert_eq!(delivered.len(), 1);
     assert_eq!(delivered[0].json(), first);
-    assert_eq!(
-        delivered[0].headers["x-sng-signature"],
-        expected_signature(CANARY, &delivered[0].body)
-    );
-    let left = json_out(&server, &["deadletters", "-o", "json"]);
+    delivered[0].assert_signed(CANARY);
+    let left = dead_letters(&server);
     assert_eq!(left.len(), 1);
     assert_eq!(left[0]["event"], second);
     let page = metrics(&server);
-    assert_eq!(metric(&page, "sng_webhook_dead_letters"), 1.0);
-    assert_eq!(
-        metric(&page, "sng_webhook_deliveries_total{result=\"delivered\"}"),
-        1.0
-    );
+    assert_eq!(metric(&page, DEAD_LETTERS), 1.0);
+    assert_eq!(metric(&page, DELIVERED), 1.0);
     // A dead letter is replayed once.
     let again = server.sng(&["deadletters", "replay", &id]);
     assert!(!again.status.success());
@@ -415,7 +324,7 @@ fn a_dead_receiver_ends_in_the_dead_letters_and_a_replay_delivers_it() {
     // Durable: after a restart, the dead letters and events are still there.
     server.terminate();
     let server = start(data.path(), 3);
-    assert_eq!(json_out(&server, &["deadletters", "-o", "json"]), left);
+    assert_eq!(dead_letters(&server), left);
     assert_eq!(json_out(&server, &["events", "-o", "json"]).len(), 2);
 }
 
@@ -430,7 +339,7 @@ fn unknown_event_types_are_refused_and_the_secret_never_leaks() {
     });
     apply_hooks(&server, files.path(), &[("down", &down.url, None)]);
     // A webhook whose key is missing from the secret: its attempts fail, naming the key only.
-    let nokey = write(
+    server.apply_file(
         files.path(),
         "nokey.yaml",
         &format!(
@@ -438,15 +347,13 @@ fn unknown_event_types_are_refused_and_the_secret_never_leaks() {
             down.url
         ),
     );
-    ok(server.sng(&["apply", "-f", &nokey]));
 
     // An event type outside the closed list: refused, nothing written.
-    let (code, body) = call(
+    let (code, body) = post_event(
         &server,
-        reqwest::Method::POST,
         &server.token,
-        "/tenants/default/events",
-        Some(json!({"eventType": "run.exploded", "workspace": "pet", "correlationId": "c"})),
+        "default",
+        json!({"eventType": "run.exploded", "workspace": "pet", "correlationId": "c"}),
     );
     assert_eq!(code, 422, "{body}");
     let message = body["message"].as_str().unwrap();
@@ -455,21 +362,11 @@ fn unknown_event_types_are_refused_and_the_secret_never_leaks() {
         "{message}"
     );
     assert_eq!(body["details"]["causes"][0]["field"], "eventType");
-    let (code, body) = call(
-        &server,
-        reqwest::Method::POST,
-        &server.token,
-        "/tenants/default/events",
-        Some(json!({"eventType": "run.created", "workspace": "pet", "data": [1]})),
-    );
+    let with_data = json!({"eventType": "run.created", "workspace": "pet", "data": [1]});
+    let (code, body) = post_event(&server, &server.token, "default", with_data);
     assert_eq!(code, 422, "{body}");
-    let (code, _) = call(
-        &server,
-        reqwest::Method::POST,
-        &server.token,
-        "/tenants/nope/events",
-        Some(json!({"eventType": "run.created", "workspace": "pet"})),
-    );
+    let created = json!({"eventType": "run.created", "workspace": "pet"});
+    let (code, _) = post_event(&server, &server.token, "nope", created);
     assert_eq!(code, 404);
     assert!(json_out(&server, &["events", "-o", "json"]).is_empty());
     // Nor may a Webhook subscribe to one.
@@ -490,10 +387,7 @@ fn unknown_event_types_are_refused_and_the_secret_never_leaks() {
     );
 
     inject(&server, "run.created", "pet", "corr-D");
-    let letters = wait_for("2 dead letters", Duration::from_secs(30), || {
-        let l = json_out(&server, &["deadletters", "-o", "json"]);
-        (l.len() == 2).then_some(l)
-    });
+    let letters = wait_dead_letters(&server, 2);
     let nokey_letter = letters.iter().find(|l| l["webhook"] == "nokey").unwrap();
     assert_eq!(
         nokey_letter["lastError"],

@@ -8,6 +8,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+use sng_oci::testing::TestRegistry;
+
 pub const SNG: &str = env!("CARGO_BIN_EXE_sng");
 
 /// Poll `check` until it gives a value, or panic after `timeout`.
@@ -39,14 +41,21 @@ impl Server {
     }
 
     pub fn start_with(dir: &Path, extra: &[&str]) -> Server {
+        Self::spawn(dir, extra, &[], Stdio::inherit())
+    }
+
+    /// `sng server` over `dir` with `extra` arguments, `env` on top of `SNG_LOG=warn`, its stderr
+    /// to `stderr`; returns once it answers `/healthz`.
+    pub fn spawn(dir: &Path, extra: &[&str], env: &[(&str, &str)], stderr: Stdio) -> Server {
         let _ = std::fs::remove_file(dir.join("server.url"));
         let child = Command::new(SNG)
             .args(["server", "--listen", "127.0.0.1:0", "--data-dir"])
             .arg(dir)
             .args(extra)
             .env("SNG_LOG", "warn")
+            .envs(env.iter().copied())
             .stdout(Stdio::null())
-            .stderr(Stdio::inherit())
+            .stderr(stderr)
             .spawn()
             .expect("start sng server");
         let url = wait_for("server.url", Duration::from_secs(30), || {
@@ -111,6 +120,59 @@ impl Server {
         wait_for("server exit", Duration::from_secs(30), || {
             child.try_wait().unwrap()
         })
+    }
+
+    /// SIGKILL, and wait until the process is gone.
+    pub fn kill9(&mut self) {
+        let mut child = self.child.take().unwrap();
+        child.kill().unwrap();
+        child.wait().unwrap();
+    }
+
+    /// `sng apply -f -` of `manifests` in `tenant` as the admin, which must succeed: its output.
+    pub fn apply_in(&self, tenant: &str, manifests: &str) -> String {
+        ok(self.sng_as(&self.token, tenant, &["apply", "-f", "-"], Some(manifests)))
+    }
+
+    /// `sng apply -f -` of `manifests` in the default tenant, which must succeed: its output.
+    pub fn apply(&self, manifests: &str) -> String {
+        self.apply_in("default", manifests)
+    }
+
+    /// `text` written as `DIR/NAME`, then `sng apply -f DIR/NAME`, which must succeed: its output.
+    pub fn apply_file(&self, dir: &Path, name: &str, text: &str) -> String {
+        let file = write(dir, name, text);
+        ok(self.sng(&["apply", "-f", &file]))
+    }
+
+    /// `sng tenant create NAME`: the tenant's admin token (the last line).
+    pub fn tenant_token(&self, name: &str) -> String {
+        last_line(&ok(self.sng(&["tenant", "create", name])))
+    }
+
+    /// An API call with a bearer token (`path` from the root, `/api/v1/…`): (code, body as JSON
+    /// or text).
+    pub fn call(
+        &self,
+        method: &str,
+        token: &str,
+        path: &str,
+        body: Option<serde_json::Value>,
+    ) -> (u16, serde_json::Value) {
+        let method = reqwest::Method::from_bytes(method.as_bytes()).unwrap();
+        let mut req = reqwest::blocking::Client::new()
+            .request(method, format!("{}{path}", self.url))
+            .bearer_auth(token);
+        if let Some(b) = body {
+            req = req.json(&b);
+        }
+        let resp = req.send().unwrap();
+        let code = resp.status().as_u16();
+        let text = resp.text().unwrap();
+        (
+            code,
+            serde_json::from_str(&text).unwrap_or(serde_json::Value::String(text)),
+        )
     }
 }
 
@@ -178,7 +240,7 @@ pub fn provider_mirror() -> String {
 }
 
 /// `HOST:PORT` of a test registry.
-pub fn registry_addr(reg: &sng_oci::testing::TestRegistry) -> String {
+pub fn registry_addr(reg: &TestRegistry) -> String {
     reg.source("x")
         .trim_start_matches("oci://")
         .trim_end_matches("/x")
@@ -187,7 +249,7 @@ pub fn registry_addr(reg: &sng_oci::testing::TestRegistry) -> String {
 
 /// Publish an example module with `sng module push`; returns the digest.
 pub fn push_module(
-    reg: &sng_oci::testing::TestRegistry,
+    reg: &TestRegistry,
     module: &str,
     repo: &str,
     tag: &str,
@@ -199,7 +261,7 @@ pub fn push_module(
 
 /// Publish a directory with `sng module push`; returns the digest.
 pub fn push_dir(
-    reg: &sng_oci::testing::TestRegistry,
+    reg: &TestRegistry,
     dir: &Path,
     repo: &str,
     tag: &str,
@@ -248,7 +310,56 @@ impl Server {
 
     /// A workspace of the default tenant, as JSON.
     pub fn workspace(&self, name: &str) -> serde_json::Value {
-        self.api(&format!("/tenants/default/workspaces/{name}"))
+        self.workspace_in("default", name)
+    }
+
+    /// A workspace of `tenant`, as JSON.
+    pub fn workspace_in(&self, tenant: &str, name: &str) -> serde_json::Value {
+        self.api(&format!("/tenants/{tenant}/workspaces/{name}"))
+    }
+
+    /// The run records of a workspace of the default tenant (the listing, newest first).
+    pub fn runs(&self, name: &str) -> serde_json::Value {
+        self.api(&format!("/tenants/default/workspaces/{name}/runs"))
+    }
+
+    /// The newest run record of a workspace of the default tenant.
+    pub fn last_run(&self, name: &str) -> serde_json::Value {
+        self.runs(name)["items"][0].clone()
+    }
+
+    /// The platform-held state of a workspace of the default tenant (versions and lock).
+    pub fn state(&self, name: &str) -> serde_json::Value {
+        self.api(&format!("/tenants/default/workspaces/{name}/state"))
+    }
+
+    /// `sng logs RUN`, which must succeed.
+    pub fn logs(&self, run: &str) -> String {
+        ok(self.sng(&["logs", run]))
+    }
+
+    /// Poll a workspace of `tenant` until `check` holds; the workspace.
+    pub fn until_in(
+        &self,
+        tenant: &str,
+        name: &str,
+        what: &str,
+        check: impl Fn(&serde_json::Value) -> bool,
+    ) -> serde_json::Value {
+        wait_for(&format!("{name}: {what}"), Duration::from_secs(180), || {
+            let ws = self.workspace_in(tenant, name);
+            check(&ws).then_some(ws)
+        })
+    }
+
+    /// Poll a workspace of the default tenant until `check` holds; the workspace.
+    pub fn until(
+        &self,
+        name: &str,
+        what: &str,
+        check: impl Fn(&serde_json::Value) -> bool,
+    ) -> serde_json::Value {
+        self.until_in("default", name, what, check)
     }
 
     /// Wait until the workspace's current generation has been run (no active job), then return it.
@@ -267,6 +378,113 @@ impl Server {
             },
         )
     }
+
+    /// Wait until generation `g` of the workspace has been run, then return it.
+    pub fn settled_at(&self, name: &str, g: i64) -> serde_json::Value {
+        wait_for(
+            &format!("{name} generation {g}"),
+            Duration::from_secs(240),
+            || {
+                let ws = self.settled(name);
+                (ws["status"]["observedGeneration"] == g).then_some(ws)
+            },
+        )
+    }
+
+    /// Wait until the workspace is settled with its condition `type_` True, then return it.
+    pub fn settled_with(&self, name: &str, type_: &str) -> serde_json::Value {
+        wait_for(
+            &format!("{name}: {type_}"),
+            Duration::from_secs(120),
+            || {
+                let ws = self.settled(name);
+                (condition(&ws, type_).0 == "True").then_some(ws)
+            },
+        )
+    }
+}
+
+/// What a test with runs needs: a registry, a directory for its files, one for the server's data.
+/// Declare servers after it: they stop before the registry does.
+pub struct Fixture {
+    pub reg: TestRegistry,
+    pub files: tempfile::TempDir,
+    pub data: tempfile::TempDir,
+}
+
+impl Fixture {
+    pub fn new() -> Fixture {
+        Self::with_registry(TestRegistry::start().unwrap())
+    }
+
+    pub fn with_registry(reg: TestRegistry) -> Fixture {
+        Fixture {
+            reg,
+            files: tempfile::tempdir().unwrap(),
+            data: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    /// `oci://…/REPO` of the registry.
+    pub fn source(&self, repo: &str) -> String {
+        self.reg.source(repo)
+    }
+
+    /// Publish the example module `examples/modules/MODULE` as `REPO:TAG`; the digest.
+    pub fn push_example(&self, module: &str, repo: &str, tag: &str) -> String {
+        push_module(&self.reg, module, repo, tag, None)
+    }
+
+    /// Publish a module of one file, `main_tf` (written under `FILES/REPO/TAG`), as `REPO:TAG`;
+    /// the digest.
+    pub fn push_tf(&self, repo: &str, tag: &str, main_tf: &str) -> String {
+        let dir = self.files.path().join(repo).join(tag);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("main.tf"), main_tf).unwrap();
+        push_dir(&self.reg, &dir, repo, tag, None)
+    }
+
+    /// The directory `FILES/NAME`, created.
+    pub fn dir(&self, name: &str) -> PathBuf {
+        let dir = self.files.path().join(name);
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    /// A server that runs workspaces, over the fixture's data (a second one finds it again).
+    pub fn server(&self, extra: &[&str]) -> Server {
+        Server::start_runs(self.data.path(), &registry_addr(&self.reg), extra)
+    }
+
+    /// A server that runs workspaces, whose providers may write under each of `roots`.
+    pub fn server_writing(&self, roots: &[&Path]) -> Server {
+        let roots: Vec<String> = roots.iter().map(|r| r.display().to_string()).collect();
+        let args: Vec<&str> = roots
+            .iter()
+            .flat_map(|r| ["--sandbox-rw", r.as_str()])
+            .collect();
+        self.server(&args)
+    }
+}
+
+/// A Workspace manifest: module `SOURCE:TAG`, then the lines `extra` under `spec`.
+pub fn workspace_manifest(name: &str, source: &str, tag: &str, extra: &str) -> String {
+    format!(
+        "apiVersion: tofu.stackngo.io/v1alpha1\nkind: Workspace\nmetadata: {{name: {name}}}\nspec:\n  module: {{source: {source}, tag: \"{tag}\"}}\n{extra}"
+    )
+}
+
+/// The last line of `text`, trimmed (the token `sng tenant create` and `sng token create` print).
+pub fn last_line(text: &str) -> String {
+    text.lines().last().unwrap_or_default().trim().to_string()
+}
+
+/// The command exited with `code` and its stderr contains `needle`: the stderr.
+pub fn fails(o: &Output, code: i32, needle: &str) -> String {
+    let e = err(o);
+    assert_eq!(o.status.code(), Some(code), "{e}{}", out(o));
+    assert!(e.contains(needle), "{e}");
+    e
 }
 
 /// The condition of a workspace, as (status, reason, message).
@@ -279,6 +497,27 @@ pub fn condition(ws: &serde_json::Value, type_: &str) -> (String, String, String
         .unwrap_or_default();
     let s = |k: &str| c[k].as_str().unwrap_or_default().to_string();
     (s("status"), s("reason"), s("message"))
+}
+
+/// The workspace's Ready condition is True.
+pub fn is_ready(ws: &serde_json::Value) -> bool {
+    condition(ws, "Ready").0 == "True"
+}
+
+pub fn assert_ready(ws: &serde_json::Value) {
+    assert_eq!(condition(ws, "Ready").0, "True", "{}", ws["status"]);
+}
+
+/// The workspace's Failed condition is True for `reason`: its message.
+pub fn failed_because(ws: &serde_json::Value, reason: &str) -> String {
+    let (status, why, message) = condition(ws, "Failed");
+    assert_eq!(
+        (status.as_str(), why.as_str()),
+        ("True", reason),
+        "{}",
+        ws["status"]
+    );
+    message
 }
 
 /// The decoded value of `key` in a secret of the `default` tenant (admin token, `?reveal=true`).

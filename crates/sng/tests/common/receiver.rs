@@ -10,6 +10,16 @@ use std::time::Duration;
 use hmac::{Hmac, Mac as _};
 use serde_json::Value;
 
+/// The events of a run that applies, in order.
+pub const RUN_EVENTS: [&str; 6] = [
+    "run.created",
+    "run.planning",
+    "run.planned",
+    "run.policy_checked",
+    "run.applying",
+    "run.completed",
+];
+
 /// One request seen by a receiver.
 #[derive(Clone, Debug)]
 pub struct Hit {
@@ -25,6 +35,18 @@ impl Hit {
 
     pub fn external_id(&self) -> String {
         self.json()["externalId"].as_str().unwrap().to_string()
+    }
+
+    pub fn event_type(&self) -> String {
+        self.json()["eventType"].as_str().unwrap().to_string()
+    }
+
+    /// The `x-sng-signature` header is the body's HMAC with `key`.
+    pub fn assert_signed(&self, key: &str) {
+        assert_eq!(
+            self.headers["x-sng-signature"],
+            expected_signature(key, &self.body)
+        );
     }
 
     pub fn ok(&self) -> bool {
