@@ -168,6 +168,39 @@ fn workspaces_of_one_module_share_init_but_never_state() {
     }
     let log = server.logs(server.last_run("pet-b")["id"].as_str().unwrap());
     assert!(log.contains("reusing the initialised directory"), "{log}");
+
+    // What is kept for reuse names no workspace, run or credential: the backend block recorded by
+    // `init` has no address, user or password (they come from the environment of each run).
+    let cache = fx.data.path().join("init-cache/default");
+    let entries: Vec<_> = std::fs::read_dir(&cache)
+        .unwrap()
+        .flatten()
+        .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
+        .collect();
+    assert_eq!(entries.len(), 1, "one entry for the module");
+    let backend: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(entries[0].path().join(".terraform/terraform.tfstate")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(backend["backend"]["type"], "http", "{backend}");
+    let config = &backend["backend"]["config"];
+    for field in [
+        "address",
+        "lock_address",
+        "unlock_address",
+        "username",
+        "password",
+    ] {
+        assert!(
+            config[field].is_null(),
+            "{field} kept in the cache: {backend}"
+        );
+    }
+    let text = backend.to_string();
+    assert!(
+        !text.contains("pet-a") && !text.contains("pet-b") && !text.contains("run-"),
+        "{text}"
+    );
 }
 
 /// Lock the workspace's state as a third party would (a person with a token), through the http backend.
