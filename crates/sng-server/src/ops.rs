@@ -282,10 +282,11 @@ pub(crate) async fn stats(
         Some(p) => json!({
             "reconcilePasses": p.stats.passes.load(Relaxed),
             "runsStarted": p.stats.runs_started.load(Relaxed),
+            "initsReused": p.stats.inits_reused.load(Relaxed),
             "runsActive": p.running(),
         }),
         None => {
-            json!({"reconcilePasses": 0, "runsStarted": 0, "runsActive": 0, "engine": "unavailable"})
+            json!({"reconcilePasses": 0, "runsStarted": 0, "initsReused": 0, "runsActive": 0, "engine": "unavailable"})
         }
     }))
 }

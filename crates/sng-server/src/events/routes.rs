@@ -234,6 +234,21 @@ fn platform_metrics(st: &AppState) -> String {
         ));
     }
     out.push_str(&format!("sng_run_duration_seconds_bucket{{le=\"+Inf\"}} {count}\nsng_run_duration_seconds_sum {sum}\nsng_run_duration_seconds_count {count}\n"));
+    use std::sync::atomic::Ordering::Relaxed;
+    for (name, help, value) in [
+        (
+            "sng_run_inits_reused_total",
+            "Runs that reused the initialised directory of an identical earlier run instead of starting init.",
+            p.stats.inits_reused.load(Relaxed),
+        ),
+        (
+            "sng_reconcile_passes_total",
+            "Reconcile passes since the server started.",
+            p.stats.passes.load(Relaxed),
+        ),
+    ] {
+        super::write_metric(&mut out, name, "counter", help, &[(&[], value as f64)]);
+    }
     let queued = p.queue.lock().expect("lock").len() as f64;
     super::write_metric(
         &mut out,

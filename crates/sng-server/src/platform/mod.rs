@@ -59,6 +59,8 @@ pub struct Stats {
     pub passes: std::sync::atomic::AtomicU64,
     /// Runs started since start.
     pub runs_started: std::sync::atomic::AtomicU64,
+    /// Runs that reused an initialised directory instead of starting `init`.
+    pub inits_reused: std::sync::atomic::AtomicU64,
     /// Runs ended since start, by result.
     pub runs_by_result: Mutex<BTreeMap<String, u64>>,
     /// Durations of ended runs: (bucket upper bounds in seconds → count), sum, count.

@@ -747,6 +747,11 @@ async fn run_inner(
     let out = sng_runner::execute(&p.runner, input, cancel).await;
     *st = live.lock().expect("lock").clone();
     record.steps = out.steps.clone();
+    if out.steps.iter().any(|(step, _)| step == "init-reused") {
+        p.stats
+            .inits_reused
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
     record.lock_holder = out.lock_holder.clone();
     if out.state_serial.is_some() {
         // Read from the tenant's bucket by `state pull` after the apply.
