@@ -254,7 +254,8 @@ fn keep_init(reuse: &Option<(crate::initcache::InitCache, String)>, work: &Path)
 /// The engine asks for `init` (backend, modules or providers not initialised as configured).
 fn needs_init(o: &StepOutcome) -> bool {
     const ASKS_FOR_INIT: &[&str] = &[
-        "init",
+        "\"terraform init\"",
+        "\"tofu init\"",
         "initialization required",
         "module not installed",
         "backend configuration changed",
@@ -652,6 +653,37 @@ async fn run_in(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn what_asks_for_init() {
+        let outcome = |e: &str| StepOutcome {
+            errors: vec![e.to_string()],
+            ..Default::default()
+        };
+        for (error, asks) in [
+            (
+                "Backend initialization required, please run \"terraform init\"",
+                true,
+            ),
+            (
+                "Backend initialization required, please run \"tofu init\"",
+                true,
+            ),
+            ("Module not installed", true),
+            ("Backend configuration changed", true),
+            ("Inconsistent dependency lock file", true),
+            ("Required plugins are not installed", true),
+            ("Missing required provider", true),
+            (
+                "Unsupported argument: \"initial_count\" is not expected here",
+                false,
+            ),
+            ("Invalid value for input variable", false),
+            ("Error acquiring the state lock", false),
+        ] {
+            assert_eq!(needs_init(&outcome(error)), asks, "{error}");
+        }
+    }
 
     #[test]
     fn only_locks_of_dead_runs_are_stale() {
