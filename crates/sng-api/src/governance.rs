@@ -115,15 +115,8 @@ pub fn validate_policy(p: &Policy) -> Vec<crate::FieldError> {
 /// Every rule of the Webhook kind. Unknown event types are rejected, never mapped to a default.
 pub fn validate_webhook(w: &Webhook) -> Vec<crate::FieldError> {
     let mut errs = crate::validate::check_name(&w.metadata.name, false);
-    let url = &w.spec.url;
-    let rest = url
-        .strip_prefix("https://")
-        .or_else(|| url.strip_prefix("http://"));
-    if rest.is_none_or(|r| r.is_empty() || r.starts_with('/')) {
-        errs.push(crate::FieldError::new(
-            "spec.url",
-            "must be an http:// or https:// URL",
-        ));
+    if let Some(rule) = webhook_url_problem(&w.spec.url) {
+        errs.push(crate::FieldError::new("spec.url", rule));
     }
     for (i, e) in w.spec.events.iter().flatten().enumerate() {
         if !EVENT_TYPES.contains(&e.as_str()) {
@@ -136,17 +129,35 @@ pub fn validate_webhook(w: &Webhook) -> Vec<crate::FieldError> {
             ));
         }
     }
-    if w.spec.secret_ref.name.is_empty() {
-        errs.push(crate::FieldError::new(
-            "spec.secretRef.name",
-            "must not be empty (minLength 1)",
-        ));
-    }
-    if w.spec.secret_ref.key.is_empty() {
-        errs.push(crate::FieldError::new(
-            "spec.secretRef.key",
-            "must not be empty (minLength 1)",
-        ));
-    }
+    errs.extend(crate::validate::secret_key_ref(
+        "spec.secretRef",
+        &w.spec.secret_ref.name,
+        &w.spec.secret_ref.key,
+    ));
     errs
+}
+
+/// What is wrong with a webhook URL, if anything (pure; never quotes the URL, which could
+/// carry credentials).
+pub fn webhook_url_problem(url: &str) -> Option<&'static str> {
+    let Some(rest) = url
+        .strip_prefix("https://")
+        .or_else(|| url.strip_prefix("http://"))
+    else {
+        return Some("must be an http:// or https:// URL");
+    };
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
+    if authority.is_empty() {
+        return Some("must be an http:// or https:// URL with a host");
+    }
+    if url.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Some("must not contain spaces or control characters");
+    }
+    if authority.contains('@') {
+        return Some(
+            "must not contain credentials (user:password@): listings show the URL; deliveries are \
+             authenticated by their HMAC signature (spec.secretRef)",
+        );
+    }
+    None
 }

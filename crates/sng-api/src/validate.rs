@@ -77,6 +77,22 @@ impl Errors {
     }
 }
 
+/// A reference to one key of a Secret of the tenant (`{path}.name`, `{path}.key`): the name a
+/// DNS-1123 subdomain, the key a Secret key. The same rule wherever such a reference appears.
+pub(crate) fn secret_key_ref(path: &str, name: &str, key: &str) -> Vec<FieldError> {
+    let mut e = Errors::default();
+    secret_key_ref_into(&mut e, path, name, key);
+    e.0
+}
+
+fn secret_key_ref_into(e: &mut Errors, path: &str, name: &str, key: &str) {
+    e.ref_name(&format!("{path}.name"), name, true);
+    let kp = format!("{path}.key");
+    if e.required(&kp, key) {
+        e.pattern(&kp, key, &SECRET_KEY, SECRET_KEY_PATTERN, "a secret key");
+    }
+}
+
 fn check_name_into(errs: &mut Errors, path: &str, name: &str, subdomain: bool) {
     if subdomain {
         if name.len() > 253 || !DNS_SUBDOMAIN.is_match(name) {
@@ -475,17 +491,12 @@ pub fn validate_provider(p: &Provider) -> Vec<FieldError> {
                 );
             }
         }
-        e.ref_name(&format!("{path}.secretRef.name"), &c.secret_ref.name, true);
-        let kp = format!("{path}.secretRef.key");
-        if e.required(&kp, &c.secret_ref.key) {
-            e.pattern(
-                &kp,
-                &c.secret_ref.key,
-                &SECRET_KEY,
-                SECRET_KEY_PATTERN,
-                "a secret key",
-            );
-        }
+        secret_key_ref_into(
+            &mut e,
+            &format!("{path}.secretRef"),
+            &c.secret_ref.name,
+            &c.secret_ref.key,
+        );
     }
     let mut env_names = BTreeSet::new();
     for (i, v) in s.env.iter().enumerate() {

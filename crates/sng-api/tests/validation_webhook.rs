@@ -6,8 +6,8 @@
 //! path of the error and a recognisable part of its message. The rules shared by every kind (kind,
 //! apiVersion, unknown top-level fields) are in `validation_documents.rs`.
 //!
-//! The URL may carry credentials (`https://user:password@host/`): a refused URL, or a URL of the
-//! wrong type, never appears in an error. The HMAC key itself is not in the manifest: `secretRef`
+//! A URL with credentials (`https://user:password@host/`) is refused (listings show URLs); no
+//! refused URL, nor a URL of the wrong type, ever appears in an error. The HMAC key itself is not in the manifest: `secretRef`
 //! only names the Secret and its key.
 
 mod common;
@@ -127,9 +127,33 @@ fn webhook_url_rules() {
             "query",
             webhook_url("https://hooks.example.com/sng?team=infra"),
         ),
-        ok(
-            "credentials in the URL",
+        err(
+            "credentials in the URL (listings would show them)",
             webhook_url("https://sng:password@hooks.example.com/sng"),
+            "spec.url",
+            "must not contain credentials (user:password@)",
+        ),
+        err(
+            "a user in the URL",
+            webhook_url("https://sng@hooks.example.com/sng"),
+            "spec.url",
+            "must not contain credentials",
+        ),
+        ok(
+            "an @ after the host is not a credential",
+            webhook_url("https://hooks.example.com/sng?by=a@b"),
+        ),
+        err(
+            "a space inside",
+            webhook_url("https://hooks.example.com/a b"),
+            "spec.url",
+            "must not contain spaces or control characters",
+        ),
+        err(
+            "a query with no host",
+            webhook_url("https://?x=1"),
+            "spec.url",
+            "with a host",
         ),
         err(
             "empty",
@@ -285,9 +309,17 @@ fn webhook_secret_ref_rules() {
     let sref = |r: &str| webhook_spec(&format!("url: {URL}\nsecretRef: {r}"));
     run(vec![
         ok("name and key", sref("{name: hmac, key: key}")),
-        ok(
-            "name and key are only required not to be empty",
-            sref("{name: Not_A_Subdomain, key: \"k/1\"}"),
+        err(
+            "the name is a DNS-1123 subdomain, as every reference to a Secret",
+            sref("{name: Not_A_Subdomain, key: key}"),
+            "spec.secretRef.name",
+            "must be a DNS-1123 subdomain",
+        ),
+        err(
+            "the key is a Secret key, as every reference to a Secret",
+            sref("{name: hmac, key: \"k/1\"}"),
+            "spec.secretRef.key",
+            "(a secret key)",
         ),
         err(
             "name empty",
