@@ -35,13 +35,42 @@ pub(crate) struct PlanRequest {
     items: Vec<Value>,
 }
 
+/// `?limit=N` of a run listing: the newest N runs.
+#[derive(Deserialize, Default)]
+pub(crate) struct RunsQuery {
+    #[serde(default)]
+    limit: Option<String>,
+}
+
+/// The most runs one listing may be limited to.
+const MAX_RUNS_LIMIT: usize = 1000;
+
+/// The limit asked, if any (pure): an integer from 1 to [`MAX_RUNS_LIMIT`].
+fn runs_limit(limit: Option<&str>) -> Result<Option<usize>, String> {
+    let Some(l) = limit else { return Ok(None) };
+    l.trim()
+        .parse::<usize>()
+        .ok()
+        .filter(|n| (1..=MAX_RUNS_LIMIT).contains(n))
+        .map(Some)
+        .ok_or_else(|| format!("must be an integer from 1 to {MAX_RUNS_LIMIT}, not `{l}`"))
+}
+
 pub(crate) async fn list_runs(
     State(st): State<AppState>,
     caller: Caller,
     Path((tenant, name)): Path<(String, String)>,
+    query: Result<Query<RunsQuery>, axum::extract::rejection::QueryRejection>,
 ) -> Result<Json<Value>, ApiError> {
     caller.scope(&tenant)?;
-    let runs = blocking(&st, move |s| s.runs_of(&tenant, &name)).await?;
+    let Query(q) = query.map_err(|e| ApiError::bad_request(e.body_text()))?;
+    let limit = runs_limit(q.limit.as_deref())
+        .map_err(|m| ApiError::invalid_field("query", "limit", &m))?;
+    let runs = blocking(&st, move |s| match limit {
+        Some(n) => s.runs_recent(&tenant, &name, n),
+        None => s.runs_of(&tenant, &name),
+    })
+    .await?;
     Ok(Json(list_body(
         runs.into_iter()
             .map(|r| serde_json::to_value(r).expect("json"))
@@ -289,4 +318,28 @@ pub(crate) async fn stats(
             json!({"reconcilePasses": 0, "runsStarted": 0, "initsReused": 0, "runsActive": 0, "engine": "unavailable"})
         }
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn runs_limits() {
+        for (given, want) in [
+            (None, Ok(None)),
+            (Some("1"), Ok(Some(1))),
+            (Some(" 20 "), Ok(Some(20))),
+            (Some("1000"), Ok(Some(1000))),
+            (Some("0"), Err(())),
+            (Some("1001"), Err(())),
+            (Some("-3"), Err(())),
+            (Some("ten"), Err(())),
+        ] {
+            let got = runs_limit(given).map_err(|m| {
+                assert!(m.contains("from 1 to 1000"), "{m}");
+            });
+            assert_eq!(got, want, "{given:?}");
+        }
+    }
 }

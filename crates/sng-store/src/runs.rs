@@ -155,6 +155,30 @@ impl Store {
         )
     }
 
+    /// The newest `limit` runs of a workspace, newest first.
+    pub fn runs_recent(
+        &self,
+        tenant: &str,
+        workspace: &str,
+        limit: usize,
+    ) -> Result<Vec<RunRecord>> {
+        self.runs_where(
+            "tenant = ?1 AND workspace = ?2 ORDER BY created_at DESC, rowid DESC LIMIT ?3",
+            params![tenant, workspace, i64::try_from(limit).unwrap_or(i64::MAX)],
+        )
+    }
+
+    /// The newest run of a workspace that succeeded.
+    pub fn last_succeeded_run(&self, tenant: &str, workspace: &str) -> Result<Option<RunRecord>> {
+        Ok(self
+            .runs_where(
+                "tenant = ?1 AND workspace = ?2 AND phase = 'Succeeded' ORDER BY created_at DESC, rowid DESC LIMIT 1",
+                params![tenant, workspace],
+            )?
+            .into_iter()
+            .next())
+    }
+
     /// The newest run of a workspace that ended (cached: the reconciler asks on every pass).
     pub fn last_ended_run(&self, tenant: &str, workspace: &str) -> Result<Option<RunRecord>> {
         let key = (tenant.to_string(), workspace.to_string());

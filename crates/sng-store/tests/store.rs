@@ -214,4 +214,18 @@ fn the_last_ended_run_follows_every_write_of_runs() {
         .unwrap();
     assert_eq!(last("b"), Some(("r3".into(), "Succeeded".into())));
     assert_eq!(last("a"), Some(("r2".into(), "Failed".into())));
+
+    // The newest N, newest first; the newest success.
+    let ids = |runs: Vec<RunRecord>| runs.into_iter().map(|r| r.id).collect::<Vec<_>>();
+    assert_eq!(ids(s.runs_recent("default", "a", 5).unwrap()), ["r2", "r1"]);
+    assert_eq!(ids(s.runs_recent("default", "a", 1).unwrap()), ["r2"]);
+    assert_eq!(
+        s.last_succeeded_run("default", "b").unwrap().map(|r| r.id),
+        Some("r3".into())
+    );
+    assert_eq!(
+        s.last_succeeded_run("default", "a").unwrap(),
+        None,
+        "r1 was rewritten Interrupted, r2 failed"
+    );
 }

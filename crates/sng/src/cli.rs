@@ -142,12 +142,15 @@ pub enum Command {
         /// Name.
         name: String,
     },
-    /// List the runs of a workspace.
+    /// List the runs of a workspace, newest first.
     Runs {
         /// Kind (workspace).
         kind: String,
         /// Name.
         name: String,
+        /// Only the newest N runs (1 to 1000).
+        #[arg(long, value_name = "N")]
+        limit: Option<usize>,
         /// Output format.
         #[arg(short, long, value_enum)]
         output: Option<Output>,
@@ -556,11 +559,17 @@ pub fn run(cli: Cli, matches: &clap::ArgMatches) -> Result<(), CliError> {
         Command::Cancel { kind, name } => {
             crate::wait::cancel(&Client::new(&g)?, &g.tenant, parse_kind(&kind)?, &name)
         }
-        Command::Runs { kind, name, output } => crate::wait::runs(
+        Command::Runs {
+            kind,
+            name,
+            limit,
+            output,
+        } => crate::wait::runs(
             &Client::new(&g)?,
             &g.tenant,
             parse_kind(&kind)?,
             &name,
+            limit,
             output,
         ),
         Command::Logs { run, follow } => {

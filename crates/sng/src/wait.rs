@@ -86,12 +86,14 @@ pub fn runs(
     tenant: &str,
     kind: Kind,
     name: &str,
+    limit: Option<usize>,
     output: Option<Output>,
 ) -> Result<(), CliError> {
     if kind != Kind::Workspace {
         return Err(CliError::Usage("runs exist for workspaces only".into()));
     }
-    let answer = client.get(&format!("/tenants/{tenant}/workspaces/{name}/runs"))?;
+    let query = limit.map(|n| format!("?limit={n}")).unwrap_or_default();
+    let answer = client.get(&format!("/tenants/{tenant}/workspaces/{name}/runs{query}"))?;
     match output {
         Some(Output::Json) => println!(
             "{}",

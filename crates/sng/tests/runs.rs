@@ -103,6 +103,25 @@ fn a_run_end_to_end_publishes_outputs_and_keeps_the_state() {
     let versions = server.state("pet")["versions"].as_array().unwrap().len();
     assert!(versions >= 2, "every state version is kept");
 
+    // `--limit N`: the newest N runs only; a limit out of range is refused, naming it
+    let all: serde_json::Value =
+        serde_json::from_str(&ok(server.sng(&["runs", "workspace", "pet", "-o", "json"]))).unwrap();
+    assert_eq!(all.as_array().unwrap().len(), 2, "{all}");
+    let newest: serde_json::Value = serde_json::from_str(&ok(server.sng(&[
+        "runs",
+        "workspace",
+        "pet",
+        "--limit",
+        "1",
+        "-o",
+        "json",
+    ])))
+    .unwrap();
+    assert_eq!(newest.as_array().unwrap().len(), 1, "{newest}");
+    assert_eq!(newest[0]["id"], all[0]["id"]);
+    let o = server.sng(&["runs", "workspace", "pet", "--limit", "0"]);
+    fails(&o, 1, "limit: must be an integer from 1 to 1000");
+
     // Orphan deletion removes the manifest, its state and its outputs secret
     assert_eq!(
         ok(server.sng(&["kind", "delete", "workspace", "pet"])),

@@ -33,10 +33,11 @@ pub(super) fn changed_parts(
     name: &str,
     now: &std::collections::BTreeMap<String, String>,
 ) -> Option<String> {
-    let runs = store.runs_of(tenant, name).ok()?;
-    let last = runs
-        .iter()
-        .find(|r| r.phase == "Succeeded" && !r.inputs.is_empty())?;
+    let last = store
+        .last_succeeded_run(tenant, name)
+        .ok()
+        .flatten()
+        .filter(|r| !r.inputs.is_empty())?;
     let mut changed: Vec<&str> = now
         .iter()
         .filter(|(k, v)| last.inputs.get(*k) != Some(*v))

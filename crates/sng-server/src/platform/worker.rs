@@ -801,10 +801,9 @@ async fn run_inner(
 /// The latest runs of a workspace recorded `Interrupted` by [`super::Platform::recover`].
 fn runs_cut_by_a_stop(store: &sng_store::Store, tenant: &str, name: &str) -> Vec<String> {
     store
-        .runs_of(tenant, name)
+        .runs_recent(tenant, name, 20)
         .unwrap_or_default()
         .into_iter()
-        .take(20)
         .filter(|r| r.phase == "Interrupted" && r.reason.as_deref() == Some("Stopped"))
         .map(|r| r.id)
         .collect()
