@@ -143,6 +143,9 @@ const MIGRATIONS: &[&str] = &[
      ALTER TABLE objects ADD COLUMN key_version INTEGER;
      CREATE INDEX state_versions_unsealed ON state_versions (tenant) WHERE key_version IS NULL;
      CREATE INDEX objects_unsealed_secrets ON objects (tenant) WHERE kind = 'Secret' AND sealed IS NULL;",
+    // 7: the runs of a tenant in a time window (`spec.quotas.runsPerHour`, read on every pass)
+    // without reading the tenant's whole history.
+    "CREATE INDEX runs_by_tenant_time ON runs (tenant, created_at);",
 ];
 
 /// Bring the schema to the latest version.

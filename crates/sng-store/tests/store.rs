@@ -229,3 +229,27 @@ fn the_last_ended_run_follows_every_write_of_runs() {
         "r1 was rewritten Interrupted, r2 failed"
     );
 }
+
+#[test]
+fn counting_a_tenants_recent_runs_uses_an_index() {
+    // `runs_since` runs on every reconcile pass for tenants with a runsPerHour quota: the plan must
+    // seek (tenant, created_at), not scan the tenant's whole history.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.db");
+    drop(Store::open(&path, &[7; 32]).unwrap());
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    let plan: Vec<String> = conn
+        .prepare(
+            "EXPLAIN QUERY PLAN SELECT COUNT(*) FROM runs WHERE tenant = ?1 AND created_at >= ?2",
+        )
+        .unwrap()
+        .query_map(["t", "2026-01-01T00:00:00Z"], |r| r.get::<_, String>(3))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert!(
+        plan.iter()
+            .any(|p| p.contains("runs_by_tenant_time") && p.contains("created_at>?")),
+        "{plan:?}"
+    );
+}
