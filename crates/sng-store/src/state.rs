@@ -171,6 +171,19 @@ impl Store {
         Ok(WriteOutcome::Stored)
     }
 
+    /// The serial of the current state of a workspace, if it has one.
+    pub fn state_serial(&self, tenant: &str, ws: &str) -> Result<Option<i64>> {
+        Ok(self
+            .conn()
+            .query_row(
+                "SELECT MAX(serial) FROM state_versions WHERE tenant = ?1 AND workspace = ?2",
+                params![tenant, ws],
+                |r| r.get(0),
+            )
+            .optional()?
+            .flatten())
+    }
+
     /// Every version of a workspace's state, newest first.
     pub fn state_versions(&self, tenant: &str, ws: &str) -> Result<Vec<StateVersion>> {
         let conn = self.conn();

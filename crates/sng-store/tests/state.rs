@@ -96,8 +96,11 @@ fn writes_are_fenced_and_versions_kept_encrypted() {
         [2, 1]
     );
     assert_eq!(versions[1].run_id.as_deref(), Some("run-1"));
+    assert_eq!(s.state_serial("default", "pet").unwrap(), Some(2));
+    assert_eq!(s.state_serial("default", "nothing").unwrap(), None);
     // another workspace / tenant is separate
     assert!(s.state_get("acme", "pet").unwrap().is_none());
+    assert_eq!(s.state_serial("acme", "pet").unwrap(), None);
     assert!(s.state_get("default", "other").unwrap().is_none());
     // unlock with the wrong id returns the holder; the right id releases
     assert_eq!(

@@ -438,11 +438,7 @@ pub async fn run_workspace(
         .and_then(|b| b.s3.as_ref())
         .is_none()
     {
-        record.state_serial_after = p
-            .store
-            .state_versions(tenant, name)
-            .ok()
-            .and_then(|v| v.first().map(|s| s.serial));
+        record.state_serial_after = p.store.state_serial(tenant, name).ok().flatten();
     }
     let _ = p.store.run_put(&record);
     let elapsed = chrono::DateTime::parse_from_rfc3339(&record.created_at)
@@ -644,11 +640,7 @@ async fn run_inner(
     };
     let http_state = backend_is_http(&backend);
     if http_state {
-        record.state_serial_before = p
-            .store
-            .state_versions(tenant, name)
-            .ok()
-            .and_then(|v| v.first().map(|s| s.serial));
+        record.state_serial_before = p.store.state_serial(tenant, name).ok().flatten();
     }
     let expected_plan_hash = if operation == Operation::ApplyApproved {
         st.last_plan.as_ref().map(|p| p.hash.clone())
