@@ -118,6 +118,12 @@ pub fn validate_webhook(w: &Webhook) -> Vec<crate::FieldError> {
     if let Some(rule) = webhook_url_problem(&w.spec.url) {
         errs.push(crate::FieldError::new("spec.url", rule));
     }
+    if w.spec.events.as_ref().is_some_and(Vec::is_empty) {
+        errs.push(crate::FieldError::new(
+            "spec.events",
+            "must list at least one event type; leave it out for every type",
+        ));
+    }
     for (i, e) in w.spec.events.iter().flatten().enumerate() {
         if !EVENT_TYPES.contains(&e.as_str()) {
             errs.push(crate::FieldError::new(

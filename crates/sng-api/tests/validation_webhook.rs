@@ -227,7 +227,12 @@ fn webhook_events_rules() {
             "every event type",
             events(&format!("[{}]", EVENT_TYPES.join(", "))),
         ),
-        ok("empty list", events("[]")),
+        err(
+            "empty list (it would deliver nothing)",
+            events("[]"),
+            "spec.events",
+            "must list at least one event type; leave it out for every type",
+        ),
         ok(
             "an event twice (duplicates are not checked)",
             events("[run.completed, run.completed]"),
