@@ -9,9 +9,9 @@
 //!
 //! The key is a SHA-256 over all of that ([`key`]). Entries live under
 //! `<root>/<tenant>/<key>/` (a tenant never reads another's), are written to a temporary
-//! directory and renamed into place (a crash leaves no half entry), and the least recently used
-//! ones are removed beyond [`MAX_ENTRIES`] per tenant. A run whose plan says the directory needs
-//! `init` drops the entry and runs `init` itself.
+//! directory and renamed into place (a crash leaves no half entry), are used for [`MAX_AGE`] after
+//! they were made, and the least recently used ones are removed beyond [`MAX_ENTRIES`] per
+//! tenant. A run whose plan says the directory needs `init` drops the entry and runs `init`.
 
 use std::path::{Path, PathBuf};
 
@@ -19,6 +19,21 @@ use sha2::{Digest, Sha256};
 
 /// Entries kept per tenant.
 pub const MAX_ENTRIES: usize = 64;
+
+/// How long an entry is used. `init` without a lock file in the module picks the newest provider
+/// versions its constraints allow: an entry is a lock file in disguise, so it expires, and a
+/// provider released meanwhile is picked up within the hour, as a fresh `init` would.
+pub const MAX_AGE: std::time::Duration = std::time::Duration::from_secs(3600);
+
+/// When the entry was made (seconds since the epoch), inside the entry.
+const CREATED: &str = ".sng-created";
+
+fn unix_now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}
 
 /// Files of the run directory that `init` does not read: left out of the key.
 const NOT_INIT_INPUTS: &[&str] = &["terraform.tfvars.json", ".terraform"];
@@ -91,6 +106,14 @@ impl InitCache {
         if !entry.is_dir() {
             return false;
         }
+        let created = std::fs::read_to_string(entry.join(CREATED))
+            .ok()
+            .and_then(|t| t.trim().parse::<u64>().ok());
+        if created.is_none_or(|c| unix_now().saturating_sub(c) >= MAX_AGE.as_secs()) {
+            // Expired (or unreadable): the next `init` makes a fresh one.
+            self.drop_entry(key);
+            return false;
+        }
         let copied = INIT_OUTPUTS.iter().try_for_each(|name| {
             let from = entry.join(name);
             match std::fs::symlink_metadata(&from) {
@@ -142,6 +165,8 @@ impl InitCache {
                 Err(e) => Err(e),
             }
         });
+        let filled =
+            filled.and_then(|()| std::fs::write(tmp.join(CREATED), unix_now().to_string()));
         let placed = filled.and_then(|()| std::fs::rename(&tmp, &entry));
         if placed.is_err() {
             let _ = std::fs::remove_dir_all(&tmp);
@@ -250,6 +275,31 @@ mod tests {
         assert!(!second.join("main.tf").exists());
         a.drop_entry("k");
         assert!(!a.restore("k", &d.path().join("w3")));
+    }
+
+    #[test]
+    fn entries_expire() {
+        let d = tempfile::tempdir().unwrap();
+        let w = d.path().join("w");
+        write(&w, ".terraform/terraform.tfstate", "backend");
+        let c = InitCache::new(&d.path().join("cache"), "t");
+        c.store("k", &w).unwrap();
+        let fresh = d.path().join("fresh");
+        std::fs::create_dir_all(&fresh).unwrap();
+        assert!(c.restore("k", &fresh));
+        // Made more than MAX_AGE ago: not used, and removed so that the next init replaces it.
+        let old = unix_now() - MAX_AGE.as_secs() - 1;
+        std::fs::write(c.entry("k").join(CREATED), old.to_string()).unwrap();
+        let late = d.path().join("late");
+        std::fs::create_dir_all(&late).unwrap();
+        assert!(!c.restore("k", &late));
+        assert!(!late.join(".terraform").exists());
+        assert!(!c.entry("k").exists());
+        c.store("k", &w).unwrap();
+        assert!(c.restore("k", &late), "a fresh entry again");
+        // No creation time (an entry of an older version): not used either.
+        std::fs::remove_file(c.entry("k").join(CREATED)).unwrap();
+        assert!(!c.restore("k", &d.path().join("other")));
     }
 
     #[test]
