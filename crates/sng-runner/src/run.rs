@@ -130,8 +130,8 @@ pub struct RunInput {
     pub outputs_source: Option<OutputsSource>,
     /// `spec.resources.limits`, enforced with control groups where the machine allows it.
     pub limits: crate::limits::Limits,
-    /// Runs known to be dead (cut by a server stop) whose state lock may still be held in a
-    /// backend the platform does not hold (S3). A plan that finds the lock held by one of them
+    /// Runs known to be over (a workspace has one run at a time) whose state lock may still be
+    /// held in a backend the platform does not hold (S3), when they were killed hard. A plan that finds the lock held by one of them
     /// (its holder is `user@sng-<run id>`, the sandbox's host name) releases it with
     /// `force-unlock` and plans again; a lock held by anyone else is left alone (`StateLocked`).
     pub stale_lock_runs: Vec<String>,
@@ -528,7 +528,7 @@ async fn run_in(
     if plan.code != Some(0) && is_lock_error(&plan) {
         if let Some((lock_id, run)) = stale_lock(&plan, &input.stale_lock_runs) {
             log.line(&format!(
-                "sng: the state lock {lock_id} was left by run {run}, cut by a server stop; releasing it"
+                "sng: the state lock {lock_id} was left by run {run}, which is over; releasing it"
             ))
             .await;
             let unlock = run!(

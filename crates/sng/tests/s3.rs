@@ -505,7 +505,7 @@ fn a_lock_file_left_by_a_run_cut_by_kill_9_is_released_by_the_next_run() {
     let items = runs["items"].as_array().unwrap();
     let cut = items.iter().find(|r| r["id"] == cut_id.as_str()).unwrap();
     assert_eq!(cut["phase"], "Interrupted", "{cut}");
-    let released = format!("was left by run {cut_id}, cut by a server stop; releasing it");
+    let released = format!("was left by run {cut_id}, which is over; releasing it");
     let releasing: Vec<&str> = items
         .iter()
         .filter_map(|r| r["id"].as_str())

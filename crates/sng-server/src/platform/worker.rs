@@ -676,12 +676,13 @@ async fn run_inner(
         secrets,
         log_path,
         progress: None,
-        // The platform releases the locks of its own state when it recovers; a bucket's lock
-        // file left by a run cut hard is released by the next run (it knows its holder).
+        // The platform releases the locks of its own state when a run ends or is found cut; a
+        // bucket's lock file left by an ended run (killed hard: server kill -9, engine killed
+        // after the grace period) is released by the next run, which knows its holder.
         stale_lock_runs: if http_state {
             vec![]
         } else {
-            runs_cut_by_a_stop(&p.store, tenant, name)
+            ended_runs(&p.store, tenant, name, run_id)
         },
         expected_plan_hash,
         no_lock: false,
@@ -790,14 +791,15 @@ async fn run_inner(
     ended
 }
 
-/// The latest runs of a workspace recorded `Interrupted` by [`super::Platform::recover`].
-fn runs_cut_by_a_stop(store: &sng_store::Store, tenant: &str, name: &str) -> Vec<String> {
+/// The latest earlier runs of a workspace. A workspace has one run at a time: while this one
+/// runs, every other is over, and a lock one of them holds can only be left over.
+fn ended_runs(store: &sng_store::Store, tenant: &str, name: &str, current: &str) -> Vec<String> {
     store
         .runs_recent(tenant, name, 20)
         .unwrap_or_default()
         .into_iter()
-        .filter(|r| r.phase == "Interrupted" && r.reason.as_deref() == Some("Stopped"))
         .map(|r| r.id)
+        .filter(|id| id != current)
         .collect()
 }
 
