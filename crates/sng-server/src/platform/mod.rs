@@ -5,6 +5,7 @@ mod checks;
 pub(crate) mod facts;
 pub(crate) mod inputs;
 mod policy;
+mod prepare;
 mod record;
 mod s3;
 pub mod speculative;

@@ -4,10 +4,11 @@
 
 use serde_json::{json, Value};
 use sng_api::Workspace;
-use sng_runner::{Backend, Operation, RunInput, RunResult};
+use sng_runner::{Operation, RunInput, RunResult};
 use tokio_util::sync::CancellationToken;
 
 use super::inputs::gather;
+use super::prepare::{fetch_module, pin_module, state_backend};
 use super::Platform;
 
 /// Plan one workspace speculatively.
@@ -19,52 +20,17 @@ pub async fn plan(p: &Platform, tenant: &str, ws: Workspace) -> Result<Value, St
         .await
         .map_err(|e| e.to_string())?
         .map_err(|e| e.to_string())?;
-    let m = &ws.spec.module;
-    let reference = sng_oci::ModuleRef::parse(&m.source, m.tag.as_deref(), m.digest.as_deref())
-        .map_err(|e| e.to_string())?;
-    let creds = match &inputs.registry_auth {
-        Some(raw) => {
-            sng_oci::credentials_from_dockerconfig(raw, &reference.registry, &reference.repository)
-                .map_err(|e| e.to_string())?
-        }
-        None => None,
-    };
-    let digest = p
-        .oci
-        .resolve(&reference, creds.as_ref())
-        .await
-        .map_err(|e| format!("module {}: {e}", m.source))?;
-    let module_dir = p
-        .oci
-        .fetch(&reference, &digest, creds.as_ref())
-        .await
-        .map_err(|e| format!("module {}@{digest}: {e}", m.source))?;
+    let pinned = pin_module(p, &ws, &inputs).await?;
+    let digest = pinned.digest.clone();
+    let module_dir = fetch_module(p, &ws, &pinned).await?;
     super::checks::check_module(&module_dir, &ws, &inputs)
         .map_err(|(reason, msg)| format!("{reason}: {msg}"))?;
     let run_id = format!("spec-{}", &uuid::Uuid::new_v4().simple().to_string()[..12]);
+    let state = state_backend(p, tenant, &ws, &run_id).map_err(|(_, message)| message)?;
     let mut env = inputs.env.clone();
+    env.extend(state.env);
     let mut secrets = inputs.secrets.clone();
-    let (backend, password) = match ws.spec.backend.as_ref().and_then(|b| b.s3.as_ref()) {
-        None => {
-            let token = p
-                .store
-                .run_token_create(tenant, &name, &run_id)
-                .map_err(|e| e.to_string())?;
-            (
-                Backend::Http {
-                    address: format!("{}/state/v1/{tenant}/{name}", p.state_url),
-                    username: run_id.clone(),
-                },
-                Some(token),
-            )
-        }
-        Some(s3) => {
-            let run = super::s3::s3_backend(&p.store, tenant, &name, s3)?;
-            env.extend(run.env);
-            secrets.extend(run.secrets);
-            (Backend::S3 { config: run.config }, None)
-        }
-    };
+    secrets.extend(state.secrets);
     // The log of a speculative plan is not kept (nothing is written for it).
     let log_path = p.runner.runs_dir.join(format!("{run_id}.log"));
     let input = RunInput {
@@ -75,8 +41,8 @@ pub async fn plan(p: &Platform, tenant: &str, ws: Workspace) -> Result<Value, St
         env,
         providers: inputs.providers.clone(),
         imports: inputs.imports.clone(),
-        backend,
-        backend_password: password,
+        backend: state.backend,
+        backend_password: state.password,
         operation: Operation::Plan,
         secrets,
         log_path: log_path.clone(),

@@ -1,7 +1,7 @@
 //! One run of one workspace, from the stored manifest to the written status: inputs, module
 //! pinned by digest, module checks, run token, engine run, outputs secret, status, run record.
 
-use serde_json::{json, Value};
+use serde_json::json;
 use sng_api::conditions::{APPLYING, AWAITING_APPROVAL, DRIFTED, FAILED, PLANNING, READY};
 use sng_api::workspace::{
     ApplyResult, ApplySummary, LockStatus, PlanSummary, Workspace, WorkspaceStatus,
@@ -9,12 +9,13 @@ use sng_api::workspace::{
 use sng_api::{Kind, Object};
 use sng_core::conditions::{is_true, set};
 use sng_core::decide::{next_refresh, Operation, Trigger};
-use sng_runner::{Backend, RunInput, RunResult};
+use sng_runner::{RunInput, RunResult};
 use sng_store::{now_rfc3339, RunRecord, Store};
 use tokio_util::sync::CancellationToken;
 
 use super::facts::inputs_hash;
 use super::inputs::{gather, InputError};
+use super::prepare::{ended_runs, fetch_module, pin_module, platform_outputs, state_backend};
 use super::record::{cause, changed_parts, emit, publish_outputs, run_limits};
 use super::Platform;
 
@@ -552,49 +553,16 @@ async fn run_inner(
     let _ = p.store.run_put(record);
     // Module: resolve the tag to a digest once, and use that digest for the whole run.
     let m = &ws.spec.module;
-    let reference =
-        match sng_oci::ModuleRef::parse(&m.source, m.tag.as_deref(), m.digest.as_deref()) {
-            Ok(r) => r,
-            Err(e) => return fail(ended, "ModuleUnavailable", e.to_string()),
-        };
-    let creds = match &inputs.registry_auth {
-        Some(raw) => match sng_oci::credentials_from_dockerconfig(
-            raw,
-            &reference.registry,
-            &reference.repository,
-        ) {
-            Ok(c) => c,
-            Err(e) => {
-                return fail(
-                    ended,
-                    "ModuleUnavailable",
-                    format!("spec.module.pullSecretRef: {e}"),
-                )
-            }
-        },
-        None => None,
+    let pinned = match pin_module(p, ws, &inputs).await {
+        Ok(pinned) => pinned,
+        Err(e) => return fail(ended, "ModuleUnavailable", e),
     };
-    let digest = match p.oci.resolve(&reference, creds.as_ref()).await {
-        Ok(d) => d,
-        Err(e) => {
-            return fail(
-                ended,
-                "ModuleUnavailable",
-                format!("module {}: {e}", m.source),
-            )
-        }
-    };
+    let digest = pinned.digest.clone();
     record.module_digest = Some(digest.clone());
     let _ = p.store.run_put(record);
-    let module_dir = match p.oci.fetch(&reference, &digest, creds.as_ref()).await {
+    let module_dir = match fetch_module(p, ws, &pinned).await {
         Ok(d) => d,
-        Err(e) => {
-            return fail(
-                ended,
-                "ModuleUnavailable",
-                format!("module {}@{digest}: {e}", m.source),
-            )
-        }
+        Err(e) => return fail(ended, "ModuleUnavailable", e),
     };
     if let Err((reason, message)) = super::checks::check_module(&module_dir, ws, &inputs) {
         return fail(ended, &reason, message);
@@ -610,38 +578,18 @@ async fn run_inner(
     if runner_op == sng_runner::Operation::Plan {
         ended.operation = Operation::Plan;
     }
-    let mut env = inputs.env.clone();
-    let mut secrets = inputs.secrets.clone();
-    let (backend, password) = match ws.spec.backend.as_ref().and_then(|b| b.s3.as_ref()) {
-        None => match p.store.run_token_create(tenant, name, run_id) {
-            Ok(token) => (
-                Backend::Http {
-                    address: format!("{}/state/v1/{tenant}/{name}", p.state_url),
-                    username: run_id.to_string(),
-                },
-                Some(token),
-            ),
-            Err(e) => {
-                return fail(
-                    ended,
-                    "RunFailed",
-                    format!("cannot create the run token: {e}"),
-                )
-            }
-        },
-        Some(s3) => match super::s3::s3_backend(&p.store, tenant, name, s3) {
-            Ok(run) => {
-                env.extend(run.env);
-                secrets.extend(run.secrets);
-                (Backend::S3 { config: run.config }, None)
-            }
-            Err(e) => return fail(ended, "SecretNotFound", e),
-        },
+    let state = match state_backend(p, tenant, ws, run_id) {
+        Ok(b) => b,
+        Err((reason, message)) => return fail(ended, reason, message),
     };
-    let http_state = backend_is_http(&backend);
+    let http_state = state.platform_held();
     if http_state {
         record.state_serial_before = p.store.state_serial(tenant, name).ok().flatten();
     }
+    let mut env = inputs.env.clone();
+    env.extend(state.env);
+    let mut secrets = inputs.secrets.clone();
+    secrets.extend(state.secrets);
     let expected_plan_hash = if operation == Operation::ApplyApproved {
         st.last_plan.as_ref().map(|p| p.hash.clone())
     } else {
@@ -670,8 +618,8 @@ async fn run_inner(
         env,
         providers: inputs.providers.clone(),
         imports: inputs.imports.clone(),
-        backend,
-        backend_password: password,
+        backend: state.backend,
+        backend_password: state.password,
         operation: runner_op,
         secrets,
         log_path,
@@ -682,7 +630,7 @@ async fn run_inner(
         stale_lock_runs: if http_state {
             vec![]
         } else {
-            ended_runs(&p.store, tenant, name, run_id)
+            ended_runs(p, tenant, name, run_id)
         },
         expected_plan_hash,
         no_lock: false,
@@ -696,14 +644,7 @@ async fn run_inner(
             policy_slot.clone(),
             &input_secrets,
         ),
-        outputs_source: http_state.then(|| {
-            let (store, t, n) = (p.store.clone(), tenant.to_string(), name.to_string());
-            std::sync::Arc::new(move || {
-                let body = store.state_get(&t, &n).ok()??;
-                let state: Value = serde_json::from_slice(&body).ok()?;
-                Some(state.get("outputs").cloned().unwrap_or_else(|| json!({})))
-            }) as sng_runner::OutputsSource
-        }),
+        outputs_source: http_state.then(|| platform_outputs(p, tenant, name)),
     };
     let store = p.store.clone();
     let (t, n) = (tenant.to_string(), name.to_string());
@@ -789,20 +730,4 @@ async fn run_inner(
     }
     ended.result = out.result;
     ended
-}
-
-/// The latest earlier runs of a workspace. A workspace has one run at a time: while this one
-/// runs, every other is over, and a lock one of them holds can only be left over.
-fn ended_runs(store: &sng_store::Store, tenant: &str, name: &str, current: &str) -> Vec<String> {
-    store
-        .runs_recent(tenant, name, 20)
-        .unwrap_or_default()
-        .into_iter()
-        .map(|r| r.id)
-        .filter(|id| id != current)
-        .collect()
-}
-
-fn backend_is_http(b: &Backend) -> bool {
-    matches!(b, Backend::Http { .. })
 }
