@@ -194,3 +194,11 @@ pub fn errors_of(yaml: &str) -> ObjectError {
         Err(e) => e,
     }
 }
+
+/// `obj` as a Workspace; any other kind fails the test.
+pub fn workspace(obj: &sng_api::Object) -> &sng_api::Workspace {
+    match obj {
+        sng_api::Object::Workspace(w) => w,
+        other => panic!("a Workspace expected, got {}", other.label()),
+    }
+}
