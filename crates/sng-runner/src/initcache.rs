@@ -81,6 +81,28 @@ fn list(base: &Path, rel: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> 
     Ok(())
 }
 
+/// Copy what `init` writes ([`INIT_OUTPUTS`], those that exist) from one directory to another,
+/// links kept.
+fn copy_outputs(from: &Path, to: &Path) -> std::io::Result<()> {
+    INIT_OUTPUTS.iter().try_for_each(|name| {
+        let src = from.join(name);
+        match std::fs::symlink_metadata(&src) {
+            Ok(m) if m.is_dir() => crate::workdir::copy_tree_with(&src, &to.join(name), true),
+            Ok(_) => std::fs::copy(&src, to.join(name)).map(|_| ()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(e),
+        }
+    })
+}
+
+/// Remove what `init` wrote in a working directory.
+pub fn clear_outputs(work: &Path) {
+    for name in INIT_OUTPUTS {
+        let _ = std::fs::remove_dir_all(work.join(name));
+        let _ = std::fs::remove_file(work.join(name));
+    }
+}
+
 /// The cache of one tenant.
 #[derive(Debug, Clone)]
 pub struct InitCache {
@@ -114,22 +136,8 @@ impl InitCache {
             self.drop_entry(key);
             return false;
         }
-        let copied = INIT_OUTPUTS.iter().try_for_each(|name| {
-            let from = entry.join(name);
-            match std::fs::symlink_metadata(&from) {
-                Ok(m) if m.is_dir() => {
-                    crate::workdir::copy_tree_with(&from, &work.join(name), true)
-                }
-                Ok(_) => std::fs::copy(&from, work.join(name)).map(|_| ()),
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-                Err(e) => Err(e),
-            }
-        });
-        if copied.is_err() {
-            for name in INIT_OUTPUTS {
-                let _ = std::fs::remove_dir_all(work.join(name));
-                let _ = std::fs::remove_file(work.join(name));
-            }
+        if copy_outputs(&entry, work).is_err() {
+            clear_outputs(work);
             return false;
         }
         // Most recently used: the directory's modification time.
@@ -156,17 +164,8 @@ impl InitCache {
         ));
         let _ = std::fs::remove_dir_all(&tmp);
         std::fs::create_dir(&tmp)?;
-        let filled = INIT_OUTPUTS.iter().try_for_each(|name| {
-            let from = work.join(name);
-            match std::fs::symlink_metadata(&from) {
-                Ok(m) if m.is_dir() => crate::workdir::copy_tree_with(&from, &tmp.join(name), true),
-                Ok(_) => std::fs::copy(&from, tmp.join(name)).map(|_| ()),
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-                Err(e) => Err(e),
-            }
-        });
-        let filled =
-            filled.and_then(|()| std::fs::write(tmp.join(CREATED), unix_now().to_string()));
+        let filled = copy_outputs(work, &tmp)
+            .and_then(|()| std::fs::write(tmp.join(CREATED), unix_now().to_string()));
         let placed = filled.and_then(|()| std::fs::rename(&tmp, &entry));
         if placed.is_err() {
             let _ = std::fs::remove_dir_all(&tmp);

@@ -512,9 +512,8 @@ async fn run_in(
         log.line("sng: the reused directory needs init; running init")
             .await;
         // Back to the directory as assembled: no `.terraform`, the module's own lock file.
-        let _ = std::fs::remove_dir_all(rd.work.join(".terraform"));
+        crate::initcache::clear_outputs(&rd.work);
         let lock = ".terraform.lock.hcl";
-        let _ = std::fs::remove_file(rd.work.join(lock));
         if input.module_dir.join(lock).is_file() {
             let _ = std::fs::copy(input.module_dir.join(lock), rd.work.join(lock));
         }
