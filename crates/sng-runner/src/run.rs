@@ -49,8 +49,12 @@ pub struct ProviderBlock {
     pub version: Option<String>,
     /// Alias.
     pub alias: Option<String>,
-    /// Attributes, secret ones included (the run directory is private and removed after).
+    /// Attributes of plain values.
     pub config: Map<String, Value>,
+    /// Attributes whose values come from secrets (`configFrom`): never written in a file of
+    /// the run directory. The block refers to a generated variable (`sensitive`, `ephemeral`
+    /// where the engine has them: not even in the plan file), whose value is in `TF_VAR_*`.
+    pub secret_config: Vec<(String, String)>,
 }
 
 /// What the run does.
@@ -340,7 +344,7 @@ async fn run_in(
         Ok(m) => m,
         Err(e) => return RunResult::Failed(format!("the module cannot be read: {e}")),
     };
-    if let Err(e) = assemble(
+    let provider_env = match assemble(
         rd,
         &input.module_dir,
         &module,
@@ -349,9 +353,11 @@ async fn run_in(
         &input.imports,
         &input.vars,
         cfg.provider_mirror.as_deref(),
+        crate::workdir::supports_ephemeral(&cfg.engine.version),
     ) {
-        return RunResult::Failed(format!("cannot prepare the run directory: {e}"));
-    }
+        Ok(env) => env,
+        Err(e) => return RunResult::Failed(format!("cannot prepare the run directory: {e}")),
+    };
     out.module = Some(module);
     let cache = cfg.plugin_cache.join(&input.tenant);
     let _ = std::fs::create_dir_all(&cache);
@@ -381,6 +387,7 @@ async fn run_in(
         env.push(("TF_HTTP_PASSWORD".into(), p.clone()));
     }
     env.extend(input.env.iter().cloned());
+    env.extend(provider_env);
     // An identical directory was initialised before: reuse it instead of starting `init`.
     let reuse = cfg.init_cache.as_ref().and_then(|root| {
         let cli = std::fs::read_to_string(&rd.cli_config).unwrap_or_default();

@@ -40,17 +40,79 @@ pub fn backend_env(backend: &Backend) -> Vec<(String, String)> {
     }
 }
 
+/// Whether the engine has ephemeral input variables (values kept out of plan and state files):
+/// Terraform 1.10 and OpenTofu 1.11 (pure; the version as the engine reports it, `1.15.5`).
+pub fn supports_ephemeral(version: &str) -> bool {
+    let mut parts = version
+        .trim_start_matches('v')
+        .split('.')
+        .map(|p| p.parse::<u64>().unwrap_or(0));
+    let (major, minor) = (parts.next().unwrap_or(0), parts.next().unwrap_or(0));
+    major > 1 || (major == 1 && minor >= 11)
+}
+
+/// The variable that carries a secret attribute of a provider block: `sng_provider_<local
+/// name>_<alias or default>_<attribute>` (pure; the same for every run, so that initialised
+/// directories can be reused).
+pub fn secret_variable(block: &ProviderBlock, attribute: &str) -> String {
+    let clean = |s: &str| -> String {
+        s.chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() {
+                    c.to_ascii_lowercase()
+                } else {
+                    '_'
+                }
+            })
+            .collect()
+    };
+    format!(
+        "sng_provider_{}_{}_{}",
+        clean(&block.local_name),
+        clean(block.alias.as_deref().unwrap_or("default")),
+        clean(attribute)
+    )
+}
+
+/// What the provider blocks become: the two files, the variables of their secret attributes
+/// (`sng_provider_secrets.tf.json`) and the `TF_VAR_*` that carry those values.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ProviderFiles {
+    /// `sng_providers.tf.json`.
+    pub plain: Option<Value>,
+    /// `sng_providers_override.tf.json`.
+    pub over: Option<Value>,
+    /// `sng_provider_secrets.tf.json`: the variable declarations, without values.
+    pub variables: Option<Value>,
+    /// `TF_VAR_<variable>` = the secret value.
+    pub env: Vec<(String, String)>,
+}
+
 /// Provider blocks, split between a normal file (new blocks, plus `required_providers` for names
 /// the module does not declare) and an override file (blocks the module already has: merged).
+/// A secret attribute refers to a variable whose value goes in the environment, never in a file.
 pub fn provider_files(
     blocks: &[ProviderBlock],
     module: &ModuleInfo,
-) -> (Option<Value>, Option<Value>) {
+    ephemeral: bool,
+) -> ProviderFiles {
     let mut plain: BTreeMap<String, Vec<Value>> = BTreeMap::new();
     let mut over: BTreeMap<String, Vec<Value>> = BTreeMap::new();
     let mut required = Map::new();
+    let mut variables = Map::new();
+    let mut env = Vec::new();
     for b in blocks {
         let mut body = b.config.clone();
+        for (attribute, value) in &b.secret_config {
+            let var = secret_variable(b, attribute);
+            body.insert(attribute.clone(), json!(format!("${{var.{var}}}")));
+            let mut decl = json!({"type": "string", "sensitive": true});
+            if ephemeral {
+                decl["ephemeral"] = json!(true);
+            }
+            variables.insert(var.clone(), decl);
+            env.push((format!("TF_VAR_{var}"), value.clone()));
+        }
         if let Some(alias) = &b.alias {
             body.insert("alias".into(), json!(alias));
         }
@@ -81,9 +143,12 @@ pub fn provider_files(
     if !plain.is_empty() {
         plain_doc.insert("provider".into(), json!(plain));
     }
-    let plain_doc = (!plain_doc.is_empty()).then_some(Value::Object(plain_doc));
-    let over_doc = (!over.is_empty()).then(|| json!({"provider": over}));
-    (plain_doc, over_doc)
+    ProviderFiles {
+        plain: (!plain_doc.is_empty()).then_some(Value::Object(plain_doc)),
+        over: (!over.is_empty()).then(|| json!({"provider": over})),
+        variables: (!variables.is_empty()).then(|| json!({"variable": variables})),
+        env,
+    }
 }
 
 /// `sng_imports.tf.json` (import blocks are not allowed in override files).
@@ -166,11 +231,37 @@ impl RunDir {
     }
 }
 
+/// Remove every run directory left under `runs_dir` (at start, once the runs cut by the last
+/// stop are recorded: no run is live). A run killed hard leaves its directory, and with it the
+/// plan file, which holds the state and the variables. Returns how many were removed.
+pub fn sweep_run_dirs(runs_dir: &Path) -> usize {
+    let Ok(entries) = std::fs::read_dir(runs_dir) else {
+        return 0;
+    };
+    let mut removed = 0;
+    for e in entries.flatten() {
+        let path = e.path();
+        let gone = if path.is_dir() {
+            std::fs::remove_dir_all(&path)
+        } else {
+            std::fs::remove_file(&path)
+        };
+        match gone {
+            Ok(()) => removed += 1,
+            Err(err) => {
+                tracing::warn!(path = %path.display(), error = %err, "cannot remove a run directory")
+            }
+        }
+    }
+    removed
+}
+
 fn write_json(dir: &Path, name: &str, v: &Value) -> std::io::Result<()> {
     std::fs::write(dir.join(name), serde_json::to_vec_pretty(v).expect("json"))
 }
 
-/// Build the run directory from the module and the generated files.
+/// Build the run directory from the module and the generated files; the environment that carries
+/// the secret attributes of the provider blocks (`TF_VAR_*`).
 #[allow(clippy::too_many_arguments)]
 pub fn assemble(
     rd: &RunDir,
@@ -181,7 +272,8 @@ pub fn assemble(
     imports: &[(String, String)],
     vars: &Map<String, Value>,
     mirror: Option<&Path>,
-) -> std::io::Result<()> {
+    ephemeral: bool,
+) -> std::io::Result<Vec<(String, String)>> {
     use std::os::unix::fs::DirBuilderExt as _;
     std::fs::DirBuilder::new()
         .recursive(true)
@@ -194,12 +286,15 @@ pub fn assemble(
         "sng_backend_override.tf.json",
         &backend_override(backend),
     )?;
-    let (plain, over) = provider_files(providers, module);
-    if let Some(p) = plain {
-        write_json(&rd.work, "sng_providers.tf.json", &p)?;
+    let files = provider_files(providers, module, ephemeral);
+    if let Some(p) = &files.plain {
+        write_json(&rd.work, "sng_providers.tf.json", p)?;
     }
-    if let Some(o) = over {
-        write_json(&rd.work, "sng_providers_override.tf.json", &o)?;
+    if let Some(o) = &files.over {
+        write_json(&rd.work, "sng_providers_override.tf.json", o)?;
+    }
+    if let Some(v) = &files.variables {
+        write_json(&rd.work, "sng_provider_secrets.tf.json", v)?;
     }
     if let Some(i) = imports_file(imports) {
         write_json(&rd.work, "sng_imports.tf.json", &i)?;
@@ -212,7 +307,7 @@ pub fn assemble(
         )?;
     }
     std::fs::write(&rd.cli_config, cli_config(mirror))?;
-    Ok(())
+    Ok(files.env)
 }
 
 #[cfg(test)]
@@ -226,6 +321,7 @@ mod tests {
             version: Some(">= 0.1.0".into()),
             alias: alias.map(str::to_string),
             config: serde_json::from_value(json!({"root": "/tmp/x"})).unwrap(),
+            secret_config: vec![],
         }
     }
 
@@ -258,7 +354,63 @@ mod tests {
             ),
         ];
         for (m, blocks, plain, over) in table {
-            assert_eq!(provider_files(&blocks, &m), (plain, over), "{blocks:?}");
+            let files = provider_files(&blocks, &m, true);
+            assert_eq!((files.plain, files.over), (plain, over), "{blocks:?}");
+            assert_eq!((files.variables, files.env), (None, vec![]));
+        }
+    }
+
+    #[test]
+    fn secret_attributes_are_variables_with_their_values_in_the_environment() {
+        let mut b = block("file", Some("east-1"));
+        b.secret_config = vec![("token".into(), "CANARY-tok".into())];
+        for ephemeral in [true, false] {
+            let files = provider_files(std::slice::from_ref(&b), &ModuleInfo::default(), ephemeral);
+            let text = format!("{:?}{:?}", files.plain, files.variables);
+            assert!(
+                !text.contains("CANARY"),
+                "no secret value in a file: {text}"
+            );
+            let var = "sng_provider_file_east_1_token";
+            assert_eq!(
+                files.plain.unwrap()["provider"]["file"][0]["token"],
+                format!("${{var.{var}}}")
+            );
+            let decl = &files.variables.unwrap()["variable"][var];
+            assert_eq!(decl["sensitive"], true);
+            assert_eq!(decl["ephemeral"].as_bool().unwrap_or(false), ephemeral);
+            assert_eq!(
+                files.env,
+                vec![(format!("TF_VAR_{var}"), "CANARY-tok".to_string())]
+            );
+        }
+    }
+
+    #[test]
+    fn left_run_directories_are_swept() {
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(sweep_run_dirs(&dir.path().join("absent")), 0);
+        for run in ["run-a", "run-b"] {
+            let work = RunDir::new(dir.path(), run).work;
+            std::fs::create_dir_all(&work).unwrap();
+            std::fs::write(work.join("sng.tfplan"), "plan").unwrap();
+        }
+        assert_eq!(sweep_run_dirs(dir.path()), 2);
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn ephemeral_variables_by_engine_version() {
+        for (version, yes) in [
+            ("1.15.5", true),
+            ("1.11.0", true),
+            ("v1.11.2", true),
+            ("2.0.0", true),
+            ("1.10.3", false),
+            ("1.9.0", false),
+            ("", false),
+        ] {
+            assert_eq!(supports_ephemeral(version), yes, "{version}");
         }
     }
 

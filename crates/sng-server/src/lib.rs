@@ -10,6 +10,7 @@ mod ops;
 pub mod platform;
 pub mod rollback;
 mod routes;
+pub mod serve;
 mod state;
 pub mod tokens;
 
@@ -176,15 +177,21 @@ pub async fn run(config: Config) -> Result<(), ServerError> {
         store,
         platform: platform.clone(),
     });
-    let serve_stop = stop.clone();
-    let server = tokio::spawn(async move {
-        axum::serve(listener, app)
-            .with_graceful_shutdown(async move { serve_stop.cancelled().await })
-            .await
-    });
+    let descriptors = serve::raise_descriptor_limit();
+    let limits = serve::Limits::from_env().fit_descriptors(descriptors);
+    tracing::info!(
+        max_connections = limits.max_connections,
+        header_read_timeout = ?limits.header_read_timeout,
+        "connection bounds"
+    );
+    let shutdown = serve::Shutdown::default();
+    let server = tokio::spawn(serve::serve(listener, app, limits, shutdown.clone()));
     shutdown_signal().await;
-    // Stop: no new runs, interrupt the running ones cleanly and wait for them to record it.
+    // Stop in two steps. First: no new runs, nothing served but the state backend, and the
+    // running engines interrupted: they finish what they were doing and upload their last state
+    // (an interrupted apply keeps what it created). Then the listener closes.
     stop.cancel();
+    shutdown.drain();
     if let Some(p) = &platform {
         p.cancel_all();
         let deadline =
@@ -197,6 +204,7 @@ pub async fn run(config: Config) -> Result<(), ServerError> {
         let _ = r.await;
     }
     let _ = delivery.await;
+    shutdown.close();
     if let Ok(Err(source)) = server.await {
         return Err(ServerError::Listen {
             addr: config.listen.clone(),
@@ -287,6 +295,15 @@ fn start_platform(
         tracing::warn!(
             runs = cut,
             "recorded runs cut by the last stop as Interrupted"
+        );
+    }
+    // No run is live now: directories left by runs killed hard (plan files hold the state and
+    // the variables) go.
+    let swept = sng_runner::workdir::sweep_run_dirs(&platform.runner.runs_dir);
+    if swept > 0 {
+        tracing::warn!(
+            directories = swept,
+            "removed run directories left by the last stop"
         );
     }
     Ok(Some(platform))

@@ -2,7 +2,7 @@
 //! outputs, provider blocks, import ids, registry credentials, backend settings.
 //! Every secret value read is also returned for masking.
 
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 use sng_api::provider::ProviderSpec;
 use sng_api::secret::DOCKERCONFIGJSON_KEY;
 use sng_api::{Kind, Object, Secret, Workspace};
@@ -216,12 +216,13 @@ pub fn gather(store: &Store, tenant: &str, ws: &Workspace) -> Result<Inputs, Inp
             .map(|(k, v)| format!("{k}={v}"))
             .collect();
         inp.parts.entry("providers").or_default().push(format!(
-            "{}|{}|{:?}|{:?}|{}|{}",
+            "{}|{}|{:?}|{:?}|{}|{:?}|{}",
             r.name,
             block.source,
             block.version,
             block.alias,
             serde_json::Value::Object(block.config.clone()),
+            block.secret_config,
             env_values.join(",")
         ));
         inp.providers.push(block);
@@ -253,6 +254,7 @@ fn provider_block(
     env: &mut Vec<(String, String)>,
 ) -> Result<ProviderBlock, InputError> {
     let mut config = spec.config.clone().unwrap_or_default();
+    let mut secret_config = Vec::new();
     for (i, c) in spec.config_from.iter().enumerate() {
         let field = format!("Provider `{name}` spec.configFrom[{i}]");
         let v = secret_value(
@@ -261,7 +263,8 @@ fn provider_block(
             &field,
         )?;
         secrets.push(v.clone());
-        config.insert(c.attribute.clone(), json!(v));
+        config.remove(&c.attribute);
+        secret_config.push((c.attribute.clone(), v));
     }
     for (i, e) in spec.env.iter().enumerate() {
         let field = format!("Provider `{name}` spec.env[{i}]");
@@ -282,6 +285,7 @@ fn provider_block(
         version: spec.version.clone(),
         alias: spec.alias.clone(),
         config,
+        secret_config,
     })
 }
 
