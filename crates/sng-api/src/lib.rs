@@ -10,6 +10,7 @@ pub mod object;
 pub mod provider;
 pub mod schema;
 pub mod secret;
+mod strict;
 pub mod tenant;
 pub mod units;
 pub mod validate;

@@ -638,3 +638,43 @@ fn errors_never_contain_a_secret_value() {
         );
     }
 }
+
+#[test]
+fn parse_documents_refuses_duplicate_keys_naming_the_key_the_document_and_the_line() {
+    let secret_doc = "apiVersion: v1\nkind: Secret\nmetadata: {name: creds}\n";
+    let cases: Vec<(&str, String, &str)> = vec![
+        (
+            "in metadata (flow mapping)",
+            "apiVersion: tofu.stackngo.io/v1alpha1\nkind: Workspace\nmetadata: {name: a, name: b}\nspec: {module: {source: \"oci://r/a\"}}\n".into(),
+            "duplicate key `name` in document 1 at line 3",
+        ),
+        (
+            "in spec.vars (block mapping), second document",
+            format!("{secret_doc}---\napiVersion: tofu.stackngo.io/v1alpha1\nkind: Workspace\nmetadata:\n  name: app\nspec:\n  module: {{source: \"oci://r/a\"}}\n  vars:\n    region: eu\n    size: 1\n    region: us\n"),
+            "spec.vars: duplicate key `region` in document 2 at line 14 column 5",
+        ),
+        (
+            "at the top level",
+            format!("{secret_doc}kind: Secret\n"),
+            "duplicate key `kind` in document 1 at line 4",
+        ),
+        (
+            "in a JSON document",
+            r#"{"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "a"}, "kind": "Secret"}"#.into(),
+            "duplicate key `kind` in document 1 at line 1",
+        ),
+        (
+            "in an item of a List",
+            "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: Secret\n  metadata: {name: a}\n  stringData: {k: v, k: w}\n".into(),
+            "duplicate key `k` in document 1 at line 7",
+        ),
+    ];
+    for (name, text, needle) in cases {
+        let e = parse_documents(&text, "dup.yaml").expect_err(name);
+        assert!(e.to_string().contains(needle), "{name}: {e}");
+        assert!(e.to_string().starts_with("dup.yaml: "), "{name}: {e}");
+    }
+    // The same key in two mappings, or in two documents, is no duplicate.
+    let fine = format!("{secret_doc}stringData: {{kind: a, name: b}}\n---\n{secret_doc}");
+    assert_eq!(parse_documents(&fine, "x").unwrap().len(), 2);
+}
