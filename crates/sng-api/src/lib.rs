@@ -5,6 +5,7 @@
 pub mod conditions;
 pub mod error;
 pub mod governance;
+pub mod labels;
 pub mod meta;
 pub mod object;
 pub mod provider;
