@@ -94,7 +94,7 @@ pub struct WebhookSpec {
 /// Every rule of the Policy kind except the Rego syntax, which the server checks with the
 /// evaluator it runs (see `sng_policy`).
 pub fn validate_policy(p: &Policy) -> Vec<crate::FieldError> {
-    let mut errs = crate::validate::check_name(&p.metadata.name, false);
+    let mut errs = crate::validate::check_meta(&p.metadata, false);
     if p.spec.rego.trim().is_empty() {
         errs.push(crate::FieldError::new(
             "spec.rego",
@@ -114,7 +114,7 @@ pub fn validate_policy(p: &Policy) -> Vec<crate::FieldError> {
 
 /// Every rule of the Webhook kind. Unknown event types are rejected, never mapped to a default.
 pub fn validate_webhook(w: &Webhook) -> Vec<crate::FieldError> {
-    let mut errs = crate::validate::check_name(&w.metadata.name, false);
+    let mut errs = crate::validate::check_meta(&w.metadata, false);
     if let Some(rule) = webhook_url_problem(&w.spec.url) {
         errs.push(crate::FieldError::new("spec.url", rule));
     }

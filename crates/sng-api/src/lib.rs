@@ -5,11 +5,13 @@
 pub mod conditions;
 pub mod error;
 pub mod governance;
+pub mod labels;
 pub mod meta;
 pub mod object;
 pub mod provider;
 pub mod schema;
 pub mod secret;
+mod strict;
 pub mod tenant;
 pub mod units;
 pub mod validate;

@@ -273,14 +273,66 @@ impl Object {
 /// Empty documents are skipped; a `List` (or a JSON array) is flattened into its items.
 pub fn parse_documents(text: &str, source_name: &str) -> Result<Vec<Value>, ParseError> {
     let mut out = Vec::new();
-    for doc in serde_yaml::Deserializer::from_str(text) {
-        let value = Value::deserialize(doc).map_err(|e| ParseError {
+    for (index, doc) in serde_yaml::Deserializer::from_str(text).enumerate() {
+        let value = crate::strict::StrictValue::deserialize(doc).map_err(|e| ParseError {
             source_name: source_name.to_string(),
-            message: redact_serde_message(&e.to_string()),
+            message: redact_serde_message(&located(&e, index + 1, text)),
         })?;
-        flatten_into(value, &mut out);
+        flatten_into(value.0, &mut out);
     }
     Ok(out)
+}
+
+/// A YAML error with the document it is in: `spec.vars: duplicate key `region` in document 2
+/// at line 9 column 5` (lines counted from the start of the text).
+fn located(e: &serde_yaml::Error, document: usize, text: &str) -> String {
+    let message = e.to_string();
+    let Some(at) = e.location() else {
+        return format!("{message} (document {document})");
+    };
+    let suffix = format!(" at line {} column {}", at.line(), at.column());
+    let base = message.strip_suffix(&suffix).unwrap_or(&message);
+    // The parser places the error at the start of the mapping; in a block mapping, the line
+    // of the second occurrence of the key is the one to show.
+    let line = base
+        .rsplit_once("duplicate key `")
+        .and_then(|(_, key)| key.strip_suffix('`'))
+        .and_then(|key| second_block_key(text, at.line(), at.column(), key))
+        .unwrap_or(at.line());
+    format!(
+        "{base} in document {document} at line {line} column {}",
+        at.column()
+    )
+}
+
+/// The line (1-based) of the second `key:` of the block mapping whose first key is at `line`,
+/// `column`; `None` for a flow mapping or when it is not found.
+fn second_block_key(text: &str, line: usize, column: usize, key: &str) -> Option<usize> {
+    let indent = column.checked_sub(1)?;
+    let mut seen = 0;
+    for (n, l) in text.lines().enumerate().skip(line.checked_sub(1)?) {
+        let trimmed = l.trim_start();
+        if trimmed.is_empty() || trimmed.starts_with('#') {
+            continue;
+        }
+        let depth = l.len() - trimmed.len();
+        if depth < indent || (depth == indent && trimmed.starts_with("---")) {
+            return None;
+        }
+        if depth != indent {
+            continue;
+        }
+        let rest = [key.to_string(), format!("\"{key}\""), format!("'{key}'")]
+            .into_iter()
+            .find_map(|k| trimmed.strip_prefix(k.as_str()).map(str::trim_start));
+        if rest.is_some_and(|r| r.starts_with(':')) {
+            seen += 1;
+            if seen == 2 {
+                return Some(n + 1);
+            }
+        }
+    }
+    None
 }
 
 fn flatten_into(value: Value, out: &mut Vec<Value>) {

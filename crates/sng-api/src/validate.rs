@@ -122,9 +122,17 @@ pub fn check_name(name: &str, subdomain: bool) -> Vec<FieldError> {
     errs.0
 }
 
+/// Check the user part of the metadata of an object: `metadata.name` (see [`check_name`]),
+/// `metadata.labels` and `metadata.annotations` (the Kubernetes rules).
+pub fn check_meta(meta: &crate::meta::ObjectMeta, subdomain: bool) -> Vec<FieldError> {
+    let mut errs = check_name(&meta.name, subdomain);
+    errs.extend(crate::labels::check(meta));
+    errs
+}
+
 /// Every rule of the Workspace kind. The object must have been decoded already.
 pub fn validate_workspace(ws: &Workspace) -> Vec<FieldError> {
-    let mut e = Errors(check_name(&ws.metadata.name, false));
+    let mut e = Errors(check_meta(&ws.metadata, false));
     let spec = &ws.spec;
     validate_module(&mut e, &spec.module);
     for (field, list) in [
@@ -432,7 +440,7 @@ fn validate_resources(e: &mut Errors, r: &crate::workspace::ResourceRequirements
 
 /// Every rule of the Provider kind.
 pub fn validate_provider(p: &Provider) -> Vec<FieldError> {
-    let mut e = Errors(check_name(&p.metadata.name, false));
+    let mut e = Errors(check_meta(&p.metadata, false));
     let s = &p.spec;
     if e.required("spec.source", &s.source) {
         e.pattern(
@@ -535,7 +543,7 @@ pub fn validate_provider(p: &Provider) -> Vec<FieldError> {
 
 /// Every rule of the Secret kind. Never quotes a value.
 pub fn validate_secret(s: &Secret) -> Vec<FieldError> {
-    let mut e = Errors(check_name(&s.metadata.name, true));
+    let mut e = Errors(check_meta(&s.metadata, true));
     let type_ = s.secret_type();
     if type_ != TYPE_OPAQUE && type_ != TYPE_DOCKERCONFIGJSON {
         e.add("type", format!("unsupported value `{type_}`; expected `{TYPE_OPAQUE}` or `{TYPE_DOCKERCONFIGJSON}`"));
@@ -591,7 +599,7 @@ pub fn validate_secret(s: &Secret) -> Vec<FieldError> {
 
 /// Every rule of the Tenant kind.
 pub fn validate_tenant(t: &Tenant) -> Vec<FieldError> {
-    let mut e = Errors(check_name(&t.metadata.name, false));
+    let mut e = Errors(check_meta(&t.metadata, false));
     if let Some(q) = &t.spec.quotas {
         for (field, v) in [
             ("workspaces", q.workspaces),

@@ -638,3 +638,148 @@ fn errors_never_contain_a_secret_value() {
         );
     }
 }
+
+#[test]
+fn parse_documents_refuses_duplicate_keys_naming_the_key_the_document_and_the_line() {
+    let secret_doc = "apiVersion: v1\nkind: Secret\nmetadata: {name: creds}\n";
+    let cases: Vec<(&str, String, &str)> = vec![
+        (
+            "in metadata (flow mapping)",
+            "apiVersion: tofu.stackngo.io/v1alpha1\nkind: Workspace\nmetadata: {name: a, name: b}\nspec: {module: {source: \"oci://r/a\"}}\n".into(),
+            "duplicate key `name` in document 1 at line 3",
+        ),
+        (
+            "in spec.vars (block mapping), second document",
+            format!("{secret_doc}---\napiVersion: tofu.stackngo.io/v1alpha1\nkind: Workspace\nmetadata:\n  name: app\nspec:\n  module: {{source: \"oci://r/a\"}}\n  vars:\n    region: eu\n    size: 1\n    region: us\n"),
+            "spec.vars: duplicate key `region` in document 2 at line 14 column 5",
+        ),
+        (
+            "at the top level",
+            format!("{secret_doc}kind: Secret\n"),
+            "duplicate key `kind` in document 1 at line 4",
+        ),
+        (
+            "in a JSON document",
+            r#"{"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "a"}, "kind": "Secret"}"#.into(),
+            "duplicate key `kind` in document 1 at line 1",
+        ),
+        (
+            "in an item of a List",
+            "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: Secret\n  metadata: {name: a}\n  stringData: {k: v, k: w}\n".into(),
+            "duplicate key `k` in document 1 at line 7",
+        ),
+    ];
+    for (name, text, needle) in cases {
+        let e = parse_documents(&text, "dup.yaml").expect_err(name);
+        assert!(e.to_string().contains(needle), "{name}: {e}");
+        assert!(e.to_string().starts_with("dup.yaml: "), "{name}: {e}");
+    }
+    // The same key in two mappings, or in two documents, is no duplicate.
+    let fine = format!("{secret_doc}stringData: {{kind: a, name: b}}\n---\n{secret_doc}");
+    assert_eq!(parse_documents(&fine, "x").unwrap().len(), 2);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Labels and annotations (the Kubernetes rules)
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn label_and_annotation_rules() {
+    let labels = |body: &str| ws_meta(&format!("name: app\nlabels:\n{}", indent(body, 2)));
+    let annotations =
+        |body: &str| ws_meta(&format!("name: app\nannotations:\n{}", indent(body, 2)));
+    let n63 = "a".repeat(63);
+    let n64 = "a".repeat(64);
+    let prefix253 = format!("{}.io", "p".repeat(250));
+    let prefix254 = format!("{}.io", "p".repeat(251));
+    let big = "x".repeat(100 * 1024);
+    run(vec![
+        ok("simple label", labels("app: web")),
+        ok("prefixed label", labels("app.kubernetes.io/name: web")),
+        ok("name part of 63", labels(&format!("{n63}: v"))),
+        ok("prefix of 253", labels(&format!("{prefix253}/x: v"))),
+        ok("dots, dashes, underscores, capitals", labels("My_app.v-1: A.b_c-1")),
+        ok("empty value", labels("app: \"\"")),
+        ok("value of 63", labels(&format!("app: {n63}"))),
+        err(
+            "name part of 64",
+            labels(&format!("{n64}: v")),
+            "metadata.labels",
+            "name part must be at most 63 characters",
+        ),
+        err(
+            "prefixed name part of 64",
+            labels(&format!("example.com/{n64}: v")),
+            "metadata.labels",
+            "name part must be at most 63 characters",
+        ),
+        err(
+            "name part with a space",
+            labels("\"my app\": v"),
+            "metadata.labels",
+            "key `my app` name part must consist of letters, digits, '-', '_' or '.'",
+        ),
+        err(
+            "name part starting with a dash",
+            labels("\"-app\": v"),
+            "metadata.labels",
+            "starting and ending with a letter or digit",
+        ),
+        err(
+            "empty name part",
+            labels("\"example.com/\": v"),
+            "metadata.labels",
+            "key `example.com/` has an empty name part",
+        ),
+        err(
+            "prefix of 254",
+            labels(&format!("{prefix254}/x: v")),
+            "metadata.labels",
+            "prefix must be a DNS-1123 subdomain",
+        ),
+        err(
+            "uppercase prefix",
+            labels("Example.com/x: v"),
+            "metadata.labels",
+            "key `Example.com/x` prefix must be a DNS-1123 subdomain",
+        ),
+        err(
+            "two slashes",
+            labels("a/b/c: v"),
+            "metadata.labels",
+            "key `a/b/c` name part must consist of",
+        ),
+        err(
+            "value of 64",
+            labels(&format!("app: {n64}")),
+            "metadata.labels",
+            "value of `app` must be at most 63 characters",
+        ),
+        err(
+            "value with a slash",
+            labels("app: a/b"),
+            "metadata.labels",
+            "value of `app` must be empty or consist of letters, digits, '-', '_' or '.'",
+        ),
+        ok("annotation with any value", annotations("note: \"any text / at all: 100%\"")),
+        ok("annotations of 200 KiB", annotations(&format!("a: {big}\nb: {big}"))),
+        err(
+            "annotation key name part of 64",
+            annotations(&format!("{n64}: v")),
+            "metadata.annotations",
+            "name part must be at most 63 characters",
+        ),
+        err(
+            "annotations over 256 KiB",
+            annotations(&format!("a: {big}\nb: {big}\nc: {big}")),
+            "metadata.annotations",
+            "total size of keys and values is 307203 bytes, more than the limit of 262144 bytes (256 KiB)",
+        ),
+        err(
+            "on another kind",
+            format!("apiVersion: v1\nkind: Secret\nmetadata:\n  name: creds\n  labels: {{{n64}: v}}\n"),
+            "metadata.labels",
+            "name part must be at most 63 characters",
+        ),
+    ]);
+}

@@ -30,6 +30,9 @@ pub struct Limits {
     /// Entries smaller than this (uncompressed) are exempt from the ratio check: tiny, very
     /// repetitive files legitimately compress more than 100:1 and can never be a bomb.
     pub ratio_min_size: u64,
+    /// Most path components of one entry (`a/b/c.tf` has 3): a deeper tree is refused before
+    /// anything is written, since the engine and the file system fail on it later.
+    pub max_depth: usize,
 }
 
 impl Default for Limits {
@@ -40,6 +43,7 @@ impl Default for Limits {
             max_files: 10_000,
             max_ratio: 100,
             ratio_min_size: 1024 * 1024,
+            max_depth: 64,
         }
     }
 }
@@ -130,6 +134,13 @@ pub fn check_archive(zip: &[u8], limits: &Limits) -> Result<ArchivePlan> {
             )));
         }
         let path = safe_path(&name)?;
+        let depth = path.components().count();
+        if depth > limits.max_depth {
+            return Err(Error::rejected(format!(
+                "entry {shown} is {depth} levels deep, more than the limit of {}",
+                limits.max_depth
+            )));
+        }
         if path.as_os_str().is_empty() {
             if is_dir {
                 continue; // "./" or "/"-free root entry: nothing to create

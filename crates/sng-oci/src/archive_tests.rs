@@ -198,3 +198,47 @@ fn messages_escape_control_characters() {
     );
     assert!(!m.contains('\x1b'), "{m}");
 }
+
+#[test]
+fn enforces_path_depth() {
+    // 2,000 nested directories (one entry each) and a file at the bottom: refused at
+    // extraction, naming the first entry past the limit and the limit; nothing written.
+    let names: Vec<String> = (1..=2000)
+        .map(|n| "d/".repeat(n))
+        .chain(std::iter::once(format!("{}main.tf", "d/".repeat(2000))))
+        .collect();
+    let mut entries = vec![Entry::File("main.tf", b"# ok\n")];
+    for (i, name) in names.iter().enumerate() {
+        entries.push(if i < 2000 {
+            Entry::Dir(name)
+        } else {
+            Entry::File(name, b"# deep\n")
+        });
+    }
+    let deep = zips::build(&entries);
+    let m = extract_rejected(&deep, &Limits::default());
+    assert!(
+        m.contains(&format!(
+            "entry {} is 65 levels deep, more than the limit of 64",
+            "d/".repeat(65)
+        )),
+        "{m}"
+    );
+    // At the limit: accepted.
+    let at_limit = format!("{}main.tf", "d/".repeat(63));
+    check_archive(
+        &zips::build(&[Entry::File(&at_limit, b"# ok\n")]),
+        &Limits::default(),
+    )
+    .unwrap();
+    // A custom limit is the one enforced and named.
+    let limits = Limits {
+        max_depth: 3,
+        ..Limits::default()
+    };
+    let m = rejected(&zips::build(&[Entry::File("a/b/c/d.tf", b"")]), &limits);
+    assert!(
+        m.contains("entry a/b/c/d.tf is 4 levels deep, more than the limit of 3"),
+        "{m}"
+    );
+}

@@ -1,7 +1,7 @@
 //! Policies as code: the `Policy` kind's Rego modules, checked and evaluated in-process with
 //! [`regorus`], and the plan JSON made safe to hand them.
 //!
-//! Everything here is a pure function: no I/O, no async, no global state (the one exception is
+//! Everything here but [`sandbox`] is a pure function: no I/O, no async, no global state (the one exception is
 //! regorus itself, which prints a few parser warnings and scheduling diagnostics to stderr).
 //! A panic inside the interpreter is caught and becomes an error.
 //!
@@ -23,7 +23,7 @@
 use std::num::NonZeroU32;
 use std::time::Duration;
 
-use regorus::utils::limits::ExecutionTimerConfig;
+use regorus::utils::limits::{ExecutionTimerConfig, LimitError};
 use regorus::{Engine, Value};
 use serde::{Deserialize, Serialize};
 pub use sng_api::governance::Enforcement;
@@ -36,8 +36,12 @@ const SOURCE_NAME: &str = "policy.rego";
 const MAX_ERROR_CHARS: usize = 400;
 /// Longest source excerpt quoted in an error (in characters).
 const MAX_EXCERPT_CHARS: usize = 80;
-/// Wall-clock budget of one policy's evaluation; past it the policy yields an error.
-pub const EVAL_TIME_LIMIT: Duration = Duration::from_secs(10);
+/// Wall-clock budget of one policy's evaluation; past it the policy yields the error `the policy
+/// exceeded its time limit of 2s`.
+pub const EVAL_TIME_LIMIT: Duration = Duration::from_secs(2);
+
+pub mod sandbox;
+pub use sandbox::{Sandbox, MEMORY_LIMIT};
 
 /// One policy to evaluate: its name (the `Policy` object's `metadata.name`), enforcement and
 /// Rego module.
@@ -92,11 +96,15 @@ pub fn check(rego: &str) -> Result<(), String> {
 
 /// Evaluate every policy against `input` (the document the modules see as `input`). One decision
 /// per policy, in the order given; a policy that cannot be evaluated gets `error: Some(..)`.
+///
+/// In this process and thread, bounded in time only ([`EVAL_TIME_LIMIT`], as far as the
+/// interpreter looks at its clock): a server evaluates with [`Sandbox::evaluate`], which also
+/// bounds memory and stops a policy whatever it does.
 pub fn evaluate(policies: &[PolicyInput<'_>], input: &serde_json::Value) -> Vec<Decision> {
     evaluate_with_limit(policies, input, EVAL_TIME_LIMIT)
 }
 
-fn evaluate_with_limit(
+pub(crate) fn evaluate_with_limit(
     policies: &[PolicyInput<'_>],
     input: &serde_json::Value,
     time_limit: Duration,
@@ -138,7 +146,19 @@ fn eval_one(rego: &str, input: &Value, time_limit: Duration) -> Result<Vec<Strin
     let value = loaded
         .engine
         .eval_rule(loaded.deny_path.clone())
-        .map_err(|e| format!("evaluation failed: {}", describe_error(&e, rego)))?;
+        .map_err(|e| {
+            let timed_out = e.chain().any(|c| {
+                matches!(
+                    c.downcast_ref::<LimitError>(),
+                    Some(LimitError::TimeLimitExceeded { .. })
+                )
+            });
+            if timed_out {
+                sandbox::time_limit_error(time_limit)
+            } else {
+                format!("evaluation failed: {}", describe_error(&e, rego))
+            }
+        })?;
     let mut messages: Vec<String> = match &value {
         // A `deny` whose every body failed: nothing denied.
         Value::Undefined => Vec::new(),

@@ -416,7 +416,11 @@ deny contains "never" if {
         &create_only(),
         Duration::from_millis(50),
     );
-    assert!(d[0].error.is_some(), "{d:?}");
+    assert_eq!(
+        d[0].error.as_deref(),
+        Some("the policy exceeded its time limit of 50ms"),
+        "{d:?}"
+    );
     assert!(blocks(&d));
     assert!(started.elapsed() < Duration::from_secs(20));
 }

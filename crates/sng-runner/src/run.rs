@@ -586,11 +586,16 @@ async fn run_in(
     if let (Some(p), Some(plan)) = (&input.progress, &out.plan) {
         p(Progress::Planned(plan.clone()));
     }
+    // The check (policies) may take seconds: off the async runtime.
     let verdict = match (&input.pre_apply, input.operation) {
-        (Some(check), Operation::Apply | Operation::Destroy) => check(&plan_json),
+        (Some(check), Operation::Apply | Operation::Destroy) => {
+            let check = check.clone();
+            tokio::task::spawn_blocking(move || check(&plan_json))
+                .await
+                .unwrap_or_else(|_| Err("the policy check failed (internal error)".into()))
+        }
         _ => Ok(()),
     };
-    drop(plan_json);
     if let Err(why) = verdict {
         log.line(&format!("sng: policy check denied the plan: {why}"))
             .await;

@@ -289,6 +289,7 @@ fn start_platform(
         active: Default::default(),
         cancelled_by_user: Default::default(),
         stats: Default::default(),
+        policy: sng_policy::Sandbox::this_binary(),
     });
     let cut = platform.recover()?;
     if cut > 0 {

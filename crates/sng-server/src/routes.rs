@@ -472,20 +472,37 @@ async fn apply(
     let Json(req) = body.map_err(|e| ApiError::bad_request(e.body_text()))?;
     let objects = sng_api::decode_all(&req.items).map_err(|errs| ApiError::invalid(&errs))?;
     // Rego is checked by the evaluator the platform runs: a syntax error is a validation error.
-    let rego_errors: Vec<sng_api::ObjectError> = objects
+    // Off the async runtime and, with a platform, in a bounded child process: a hostile module
+    // can be slow to compile.
+    let policies: Vec<(String, String)> = objects
         .iter()
         .filter_map(|o| match o {
-            Object::Policy(p) => {
-                sng_policy::check(&p.spec.rego)
-                    .err()
-                    .map(|e| sng_api::ObjectError {
-                        object: o.label(),
-                        errors: vec![sng_api::FieldError::new("spec.rego", e)],
-                    })
-            }
+            Object::Policy(p) => Some((o.label(), p.spec.rego.clone())),
             _ => None,
         })
         .collect();
+    let sandbox = st.platform.as_ref().map(|p| p.policy.clone());
+    let rego_errors: Vec<sng_api::ObjectError> = if policies.is_empty() {
+        Vec::new()
+    } else {
+        tokio::task::spawn_blocking(move || {
+            policies
+                .into_iter()
+                .filter_map(|(object, rego)| {
+                    let checked = match &sandbox {
+                        Some(s) => s.check(&rego),
+                        None => sng_policy::check(&rego),
+                    };
+                    checked.err().map(|e| sng_api::ObjectError {
+                        object,
+                        errors: vec![sng_api::FieldError::new("spec.rego", e)],
+                    })
+                })
+                .collect()
+        })
+        .await
+        .map_err(|_| ApiError::bad_request("request aborted"))?
+    };
     if !rego_errors.is_empty() {
         return Err(ApiError::invalid(&rego_errors));
     }

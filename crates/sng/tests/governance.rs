@@ -188,3 +188,121 @@ fn policies_events_and_records_explain_every_run() {
         "the secret did reach the provider"
     );
 }
+
+/// Nested loops that never match: the evaluation only ends at the time limit.
+const SPIN: &str = "package hostile.spin\nimport rego.v1\ndeny contains \"never\" if {\n  some i in numbers.range(1, 100000)\n  some j in numbers.range(1, 100000)\n  i * j == -1\n}\n";
+
+/// Calls made by another client while a policy is evaluated: how many were answered, and the
+/// ones that were not (each gets 2 s).
+#[derive(Default)]
+struct Poller {
+    answered: std::sync::atomic::AtomicUsize,
+    failures: std::sync::Mutex<Vec<String>>,
+    stop: std::sync::atomic::AtomicBool,
+}
+
+#[test]
+fn a_hostile_mandatory_policy_stops_at_its_bound_and_never_stalls_the_server() {
+    use std::sync::atomic::Ordering::SeqCst;
+    let fx = Fixture::new();
+    fx.push_tf("acme/f", "1", MODULE);
+    let root = fx.dir("root");
+    let (engine, mirror, registry) = (engine(), provider_mirror(), registry_addr(&fx.reg));
+    let root_arg = root.display().to_string();
+    // One runtime worker: anything that blocks it stalls every answer of the server.
+    let server = Server::spawn(
+        fx.data.path(),
+        &[
+            "--engine",
+            &engine,
+            "--insecure-registry",
+            &registry,
+            "--provider-mirror",
+            &mirror,
+            "--sandbox-rw",
+            &root_arg,
+        ],
+        &[("TOKIO_WORKER_THREADS", "1")],
+        std::process::Stdio::inherit(),
+    );
+    let other = server.tenant_token("other");
+
+    let poller = std::sync::Arc::new(Poller::default());
+    let calls = {
+        let (url, admin, poller) = (server.url.clone(), server.token.clone(), poller.clone());
+        std::thread::spawn(move || {
+            let client = reqwest::blocking::Client::builder()
+                .timeout(Duration::from_secs(2))
+                .build()
+                .unwrap();
+            let targets = [
+                ("/healthz".to_string(), admin.clone()),
+                ("/api/v1/tenants/other/workspaces".to_string(), other),
+                (
+                    "/api/v1/tenants/default/workspaces/w/state".to_string(),
+                    admin,
+                ),
+            ];
+            while !poller.stop.load(SeqCst) {
+                for (path, token) in &targets {
+                    match client.get(format!("{url}{path}")).bearer_auth(token).send() {
+                        Ok(r) if r.status().is_success() || r.status().as_u16() == 404 => {
+                            poller.answered.fetch_add(1, SeqCst);
+                        }
+                        Ok(r) => poller
+                            .failures
+                            .lock()
+                            .unwrap()
+                            .push(format!("{path}: {}", r.status())),
+                        Err(e) => poller.failures.lock().unwrap().push(format!("{path}: {e}")),
+                    }
+                }
+            }
+        })
+    };
+
+    let policy = format!(
+        "apiVersion: tofu.stackngo.io/v1alpha1\nkind: Policy\nmetadata: {{name: spin}}\nspec:\n  enforcement: mandatory\n  rego: {SPIN:?}\n---\napiVersion: tofu.stackngo.io/v1alpha1\nkind: Provider\nmetadata: {{name: files}}\nspec: {{source: example.com/sng/file, config: {{root: {root}}}}}\n---\n{}",
+        workspace_manifest(
+            "w",
+            &fx.source("acme/f"),
+            "1",
+            "  providers: [{name: files}]\n  vars: {name: a.txt, token: t}\n",
+        ),
+        root = root.display(),
+    );
+    server.apply(&policy);
+    let seen = |event: &str| {
+        server
+            .api("/tenants/default/events?workspace=w")
+            .to_string()
+            .contains(event)
+    };
+    wait_for("the plan", Duration::from_secs(120), || {
+        seen("run.planned").then_some(())
+    });
+    let before = poller.answered.load(SeqCst);
+    wait_for("the policy decision", Duration::from_secs(60), || {
+        seen("run.policy_checked").then_some(())
+    });
+    let during = poller.answered.load(SeqCst) - before;
+    poller.stop.store(true, SeqCst);
+    calls.join().unwrap();
+
+    let failures = poller.failures.lock().unwrap().clone();
+    assert!(
+        failures.is_empty(),
+        "calls not answered within 2 s: {failures:?}"
+    );
+    assert!(
+        during >= 3,
+        "only {during} calls answered while the policy was evaluated"
+    );
+    let ws = server.settled("w");
+    let message = failed_because(&ws, "PolicyDenied");
+    assert!(
+        message.contains("spin") && message.contains("the policy exceeded its time limit of 2s"),
+        "{message}"
+    );
+    assert!(!root.join("a.txt").exists(), "nothing applied");
+}

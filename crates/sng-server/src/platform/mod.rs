@@ -51,6 +51,8 @@ pub struct Platform {
     pub cancelled_by_user: Mutex<std::collections::HashSet<(String, String)>>,
     /// Counters for `/api/v1/stats`: reconcile passes, runs started.
     pub stats: Stats,
+    /// How policies are checked and evaluated: each in a bounded child process.
+    pub policy: sng_policy::Sandbox,
 }
 
 /// Counters of the platform.

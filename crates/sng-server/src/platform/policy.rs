@@ -50,6 +50,7 @@ pub fn pre_apply(
         return None;
     }
     let store = p.store.clone();
+    let sandbox = p.policy.clone();
     let record = record.clone();
     let masker = Masker::new(secrets);
     let workspace = json!({
@@ -85,7 +86,9 @@ pub fn pre_apply(
                 rego: &p.spec.rego,
             })
             .collect();
-        let result = sng_policy::evaluate(&inputs, &input);
+        // In child processes bounded in time and memory; the runner calls this check off its
+        // async runtime.
+        let result = sandbox.evaluate(&inputs, &input);
         let values: Vec<Value> = result
             .iter()
             .map(|d| serde_json::to_value(d).expect("json"))
