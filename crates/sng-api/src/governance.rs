@@ -24,6 +24,7 @@ pub const EVENT_TYPES: &[&str] = &[
     "workspace.failed",
     "workspace.drifted",
     "workspace.deleted",
+    "state.force_unlocked",
 ];
 
 /// Policy: Rego rules evaluated before every apply of the selected workspaces.

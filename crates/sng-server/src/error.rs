@@ -111,6 +111,21 @@ impl ApiError {
         Self::new(StatusCode::CONFLICT, "Conflict", message)
     }
 
+    /// 405 with the reason the method is not allowed here.
+    pub fn method_not_allowed_because(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::METHOD_NOT_ALLOWED, "MethodNotAllowed", message)
+    }
+
+    /// 413: the body is larger than the limit of the endpoint (named in the message).
+    pub fn payload_too_large(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::PAYLOAD_TOO_LARGE, "PayloadTooLarge", message)
+    }
+
+    /// 423: the resource is locked.
+    pub fn locked(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::LOCKED, "Locked", message)
+    }
+
     /// 405.
     pub fn method_not_allowed() -> Self {
         Self::new(

@@ -708,9 +708,18 @@ async fn delete_one(
                 }
                 return Ok(obj);
             }
-            // Orphan: the manifest and its state go, the infrastructure stays.
-            if let Some(p) = &platform {
-                p.cancel(&tenant, &name, true);
+            // Orphan: the manifest and its state go, the infrastructure stays. A live run (or a
+            // held lock) is using the state: the object is marked, the run cancelled, and the
+            // reconciler finalizes once the run has ended and its lock is released.
+            let running = platform
+                .as_ref()
+                .is_some_and(|p| p.cancel(&tenant, &name, true));
+            if running || s.state_lock_info(&tenant, &name)?.is_some() {
+                let obj = s.mark_deleting(Kind::Workspace, &tenant, &name)?;
+                if let Some(p) = &platform {
+                    p.wake.notify_one();
+                }
+                return Ok(obj);
             }
             crate::platform::finalize(s, &tenant, &ws)?;
             Ok(Object::Workspace(ws))

@@ -4,7 +4,9 @@
 use md5::{Digest as _, Md5};
 use rusqlite::{params, OptionalExtension};
 use serde::{Deserialize, Serialize};
-use sng_core::state::{decide_write, StateMeta, WriteDecision, WriteRefusal};
+use sng_core::state::{
+    check_lock_owner, decide_write, validate_state, StateMeta, WriteDecision, WriteRefusal,
+};
 
 use crate::keys::Keyring;
 use crate::{now_rfc3339, Result, Store, StoreError};
@@ -20,6 +22,10 @@ pub struct StateLock {
     pub who: String,
     /// When the lock was taken (platform clock).
     pub created_at: String,
+    /// Who took it on the platform: the run id, or `user:<token id>` for an API token. Only they
+    /// may write under it (the lock id is not a credential: viewers see it).
+    #[serde(rename = "runId", default, skip_serializing_if = "Option::is_none")]
+    pub run_id: Option<String>,
 }
 
 /// A stored state version, without its body.
@@ -58,8 +64,10 @@ pub enum WriteOutcome {
     Refused(WriteRefusal),
 }
 
-/// Serial and lineage of a state body.
+/// Serial and lineage of a state body, which must be a state the engine can read back
+/// ([`validate_state`]).
 pub fn state_meta(body: &[u8]) -> Result<StateMeta> {
+    validate_state(body).map_err(|e| StoreError::Invalid(e.to_string()))?;
     let v: serde_json::Value = serde_json::from_slice(body)
         .map_err(|_| StoreError::Invalid("the state is not JSON".into()))?;
     let serial = v["serial"]
@@ -81,9 +89,9 @@ impl Store {
     ) -> Result<Option<StateLock>> {
         Ok(conn
             .query_row(
-                "SELECT lock_id, info, who, created_at FROM state_locks WHERE tenant = ?1 AND workspace = ?2",
+                "SELECT lock_id, info, who, created_at, run_id FROM state_locks WHERE tenant = ?1 AND workspace = ?2",
                 params![tenant, ws],
-                |r| Ok(StateLock { id: r.get(0)?, info: r.get(1)?, who: r.get(2)?, created_at: r.get(3)? }),
+                |r| Ok(StateLock { id: r.get(0)?, info: r.get(1)?, who: r.get(2)?, created_at: r.get(3)?, run_id: r.get(4)? }),
             )
             .optional()?)
     }
@@ -136,7 +144,8 @@ impl Store {
         .transpose()
     }
 
-    /// Write a state body, fenced by the lock id the writer holds.
+    /// Write a state body, fenced by the lock id the writer holds, and by who took that lock:
+    /// `run_id` (the writer: a run id or `user:<token id>`) must be who took it.
     pub fn state_put(
         &self,
         tenant: &str,
@@ -150,6 +159,11 @@ impl Store {
         let tx = conn.transaction()?;
         let lock = Self::current_lock(&tx, tenant, ws)?;
         let current = Self::latest_meta(&tx, tenant, ws)?;
+        if let Some(held) = lock.as_ref().filter(|l| Some(l.id.as_str()) == writer_lock) {
+            if let Err(refusal) = check_lock_owner(held.run_id.as_deref(), run_id) {
+                return Ok(WriteOutcome::Refused(refusal));
+            }
+        }
         match decide_write(
             current.as_ref(),
             &meta,
@@ -202,10 +216,19 @@ impl Store {
         Ok(rows.collect::<rusqlite::Result<_>>()?)
     }
 
-    /// Delete every version and the lock (Orphan deletion, `DELETE` of the http backend).
+    /// Delete every version: only with the workspace itself (its finalize: Orphan deletion, or
+    /// Destroy done), never through the http backend. Refused (`Conflict`, nothing deleted)
+    /// while a lock is held: a live run, or a person, is using the state.
     pub fn state_delete(&self, tenant: &str, ws: &str) -> Result<()> {
         let mut conn = self.conn();
         let tx = conn.transaction()?;
+        if let Some(held) = Self::current_lock(&tx, tenant, ws)? {
+            let by = held.run_id.as_deref().unwrap_or(held.who.as_str());
+            return Err(StoreError::Conflict(format!(
+                "the state of `{ws}` is locked by `{by}` (lock `{}`); it is deleted once the lock is released",
+                held.id
+            )));
+        }
         tx.execute(
             "DELETE FROM state_versions WHERE tenant = ?1 AND workspace = ?2",
             params![tenant, ws],

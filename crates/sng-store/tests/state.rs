@@ -53,7 +53,7 @@ fn writes_are_fenced_and_versions_kept_encrypted() {
             "pet",
             &body(1, "L", "CANARY-STATE-1"),
             Some("k1"),
-            None
+            Some("run-1")
         )
         .unwrap(),
         WriteOutcome::Unchanged
@@ -67,24 +67,75 @@ fn writes_are_fenced_and_versions_kept_encrypted() {
         "stale lock id"
     );
     assert!(matches!(
-        s.state_put("default", "pet", &body(1, "L", "other"), Some("k1"), None)
-            .unwrap(),
+        s.state_put(
+            "default",
+            "pet",
+            &body(1, "L", "other"),
+            Some("k1"),
+            Some("run-1")
+        )
+        .unwrap(),
         WriteOutcome::Refused(_)
     ));
     assert!(matches!(
-        s.state_put("default", "pet", &body(3, "X", "b"), Some("k1"), None)
-            .unwrap(),
+        s.state_put(
+            "default",
+            "pet",
+            &body(3, "X", "b"),
+            Some("k1"),
+            Some("run-1")
+        )
+        .unwrap(),
         WriteOutcome::Refused(_)
     ));
     assert!(matches!(
-        s.state_put("default", "pet", &body(2, "L", "b"), Some("k1"), None)
-            .unwrap(),
+        s.state_put(
+            "default",
+            "pet",
+            &body(2, "L", "b"),
+            Some("k1"),
+            Some("run-1")
+        )
+        .unwrap(),
         WriteOutcome::Stored
     ));
     assert!(matches!(
-        s.state_put("default", "pet", &body(1, "L", "x"), Some("k1"), None)
-            .unwrap(),
+        s.state_put(
+            "default",
+            "pet",
+            &body(1, "L", "x"),
+            Some("k1"),
+            Some("run-1")
+        )
+        .unwrap(),
         WriteOutcome::Refused(_)
+    ));
+    // the lock id is not a credential: only the run that took the lock writes under it
+    match s
+        .state_put(
+            "default",
+            "pet",
+            &body(3, "L", "c"),
+            Some("k1"),
+            Some("user:t1"),
+        )
+        .unwrap()
+    {
+        WriteOutcome::Refused(why) => assert!(why.to_string().contains("run `run-1`"), "{why}"),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(
+        s.state_lock_info("default", "pet")
+            .unwrap()
+            .unwrap()
+            .run_id
+            .as_deref(),
+        Some("run-1")
+    );
+    // and nothing deletes a locked state
+    assert!(matches!(
+        s.state_delete("default", "pet"),
+        Err(StoreError::Conflict(_))
     ));
     assert_eq!(
         s.state_get("default", "pet").unwrap().unwrap(),

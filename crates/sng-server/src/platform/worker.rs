@@ -70,11 +70,13 @@ pub fn mark_interrupted(store: &Store, run: &RunRecord) -> Result<(), sng_store:
     Ok(())
 }
 
-/// Remove a workspace: its object, its platform-held state and its outputs secret.
+/// Remove a workspace: its platform-held state, its object and its outputs secret. The state
+/// goes first: while its lock is held (a live run, a person) `state_delete` refuses, nothing is
+/// removed, and the reconciler finalizes again later.
 pub fn finalize(store: &Store, tenant: &str, ws: &Workspace) -> Result<(), sng_store::StoreError> {
     let name = &ws.metadata.name;
-    store.delete(Kind::Workspace, tenant, name)?;
     store.state_delete(tenant, name)?;
+    store.delete(Kind::Workspace, tenant, name)?;
     store.approval_clear(tenant, name)?;
     let outputs = ws.outputs_secret_name();
     if let Some(secret) = store.get(Kind::Secret, tenant, &outputs)? {
