@@ -133,6 +133,23 @@ pub fn pending_of(status: &sng_api::workspace::WorkspaceStatus) -> Option<Pendin
     })
 }
 
+impl Refusal {
+    /// What the user can do about it (the `hint:` line), for workspace `name`.
+    pub fn hint(&self, name: &str) -> Option<String> {
+        match self {
+            Refusal::OtherPlan { pending } => {
+                Some(format!("hint: sng approve workspace {name} {pending}"))
+            }
+            Refusal::NoPlanForGeneration { .. }
+            | Refusal::RunInProgress { .. }
+            | Refusal::Cancelling { .. } => Some(format!(
+                "hint: approve the plan the next run makes: sng wait workspace {name} --for condition=AwaitingApproval"
+            )),
+            _ => None,
+        }
+    }
+}
+
 /// What to do with an approval.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Verdict {

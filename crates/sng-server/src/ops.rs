@@ -209,8 +209,9 @@ pub(crate) async fn approve(
     match decision.verdict {
         Verdict::Refuse(r) => {
             tracing::info!(workspace = %name, plan = %plan, who = %who, reason = %r, "approval refused");
+            let hint = r.hint(&name).map(|h| format!("\n{h}")).unwrap_or_default();
             Err(ApiError::conflict(format!(
-                "plan `{plan}` cannot be approved: {r}"
+                "Plan `{plan}` cannot be approved: {r}{hint}"
             )))
         }
         verdict => {

@@ -114,10 +114,18 @@ pub(crate) fn supersede_tx(
     status: &WorkspaceStatus,
     cause: Cause,
 ) -> Result<Option<Superseded>> {
+    let pending = pending_of(status);
+    // An approval of the plan awaiting approval for generation `g` (or later) still holds.
+    let stale = |plan: &str| match cause {
+        Cause::Deletion => true,
+        Cause::Generation(g) => !pending
+            .as_ref()
+            .is_some_and(|p| p.generation >= g && p.plan_id == plan),
+    };
     let applying = status.active_job.is_some() && matches!(cause, Cause::Generation(_));
     let approval = match applying {
         true => None,
-        false => approval_row(conn, tenant, workspace)?,
+        false => approval_row(conn, tenant, workspace)?.filter(|a| stale(&a.plan_id)),
     };
     if approval.is_some() {
         conn.execute(
@@ -125,7 +133,7 @@ pub(crate) fn supersede_tx(
             params![tenant, workspace],
         )?;
     }
-    let pending = pending_of(status).filter(|p| match cause {
+    let pending = pending.filter(|p| match cause {
         Cause::Generation(g) => p.generation < g,
         Cause::Deletion => true,
     });
