@@ -1,6 +1,7 @@
 //! Pure decisions of sng: plan summaries and hashes, log masking. No I/O, no processes.
 #![forbid(unsafe_code)]
 
+pub mod approval;
 pub mod conditions;
 pub mod dag;
 pub mod decide;

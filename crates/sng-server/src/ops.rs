@@ -8,6 +8,7 @@ use axum::Json;
 use serde::Deserialize;
 use serde_json::{json, Value};
 use sng_api::{Kind, Object};
+use sng_core::approval::Verdict;
 use sng_store::{Role, StoreError};
 
 use crate::error::ApiError;
@@ -150,7 +151,9 @@ pub(crate) async fn state_versions(
     Ok(Json(json!({"versions": versions, "lock": lock})))
 }
 
-/// Approve the plan awaiting approval; an id that is not that plan's is refused (409).
+/// Approve the plan awaiting approval. Refused (409, with the reason) when it would not take
+/// effect: another plan awaits, none does for this generation, the workspace is being deleted,
+/// its run is being cancelled, or another principal approved the plan first.
 pub(crate) async fn approve(
     State(st): State<AppState>,
     caller: Caller,
@@ -179,35 +182,48 @@ pub(crate) async fn approve(
             &name,
         ));
     }
-    let n = name.clone();
-    let answer = blocking(&st, move |s| {
-        let Some(Object::Workspace(ws)) = s.get(Kind::Workspace, &tenant, &n)? else {
-            return Err(StoreError::not_found("Workspace", &n));
-        };
-        let status = ws.status.clone().unwrap_or_default();
-        let awaiting = status
-            .conditions
-            .iter()
-            .any(|c| c.type_ == "AwaitingApproval" && c.status == "True");
-        let current = status.last_plan.as_ref().map(|p| p.id.clone());
-        if !awaiting || current.as_deref() != Some(req.plan_id.as_str()) {
-            let hint = match (&current, awaiting) {
-                (Some(id), true) => format!("the plan awaiting approval is `{id}`"),
-                _ => "no plan awaits approval".to_string(),
-            };
-            return Err(StoreError::Conflict(format!(
-                "plan `{}` cannot be approved: {hint}",
-                req.plan_id
-            )));
+    // Judged and stored in one transaction of the store (sng_core::approval::judge): the
+    // loser of two opposing decisions is answered 409 with the reason, and both are recorded.
+    let cancelling = st
+        .platform
+        .as_ref()
+        .is_some_and(|p| p.cancelling(&tenant, &name));
+    let (n, plan, by) = (name.clone(), req.plan_id.clone(), who.clone());
+    let decision = blocking(&st, move |s| {
+        let d = s.approve(&tenant, &n, &plan, &by, cancelling)?;
+        if let Verdict::Refuse(r) = &d.verdict {
+            crate::platform::decisions::approval_refused(
+                s,
+                &tenant,
+                &n,
+                d.run.as_ref(),
+                &plan,
+                &by,
+                &r.to_string(),
+            );
         }
-        s.approve(&tenant, &n, &req.plan_id, &who)?;
-        Ok(json!({"workspace": n, "planId": req.plan_id, "approvedBy": who}))
+        Ok(d)
     })
     .await?;
-    if let Some(p) = &st.platform {
-        p.wake.notify_one();
+    let plan = req.plan_id;
+    match decision.verdict {
+        Verdict::Refuse(r) => {
+            tracing::info!(workspace = %name, plan = %plan, who = %who, reason = %r, "approval refused");
+            let hint = r.hint(&name).map(|h| format!("\n{h}")).unwrap_or_default();
+            Err(ApiError::conflict(format!(
+                "Plan `{plan}` cannot be approved: {r}{hint}"
+            )))
+        }
+        verdict => {
+            if let Some(p) = &st.platform {
+                p.wake.notify_one();
+            }
+            let unchanged = verdict == Verdict::Unchanged;
+            Ok(Json(
+                json!({"workspace": name, "planId": plan, "approvedBy": who, "unchanged": unchanged}),
+            ))
+        }
     }
-    Ok(Json(answer))
 }
 
 /// Cancel the active run of a workspace: the engine is interrupted, the run recorded Interrupted.
@@ -226,7 +242,30 @@ pub(crate) async fn cancel_run(
             "workspace `{name}` has no active run"
         )));
     }
-    Ok(Json(json!({"workspace": name, "cancelled": true})))
+    // The cancel wins over an approval of the run (it is interrupted): recorded in the run.
+    let who = format!("token:{}", caller.0.token_id);
+    let n = name.clone();
+    let run = blocking(&st, move |s| {
+        let Some(Object::Workspace(ws)) = s.get(Kind::Workspace, &tenant, &n)? else {
+            return Ok(None);
+        };
+        let Some(run) = ws.status.and_then(|st| st.active_job) else {
+            return Ok(None);
+        };
+        let d = sng_store::Decision {
+            kind: "cancelled".into(),
+            by: Some(who),
+            at: sng_store::now_rfc3339(),
+            message: "the run was cancelled".into(),
+            ..Default::default()
+        };
+        s.run_add_decision(&tenant, &run, &d)?;
+        Ok(Some(run))
+    })
+    .await?;
+    Ok(Json(
+        json!({"workspace": name, "cancelled": true, "run": run}),
+    ))
 }
 
 /// Make the periodic refresh due now (`refresh` must be set): a drift check on demand.

@@ -573,7 +573,17 @@ async fn apply(
     } else {
         None
     };
-    let applied = blocking(&st, move |s| s.apply(&tenant, objects, dry_run)).await?;
+    let applied = blocking(&st, move |s| {
+        let applied = s.apply(&tenant, objects, dry_run)?;
+        // A new generation won over the plan awaiting approval (in the apply's transaction).
+        for a in applied.iter().filter(|_| !dry_run) {
+            if let Some(sup) = &a.superseded {
+                crate::platform::decisions::superseded(s, &tenant, &a.object.meta().name, sup);
+            }
+        }
+        Ok(applied)
+    })
+    .await?;
     if let Some(p) = &st.platform {
         p.wake.notify_one();
     }
@@ -701,8 +711,12 @@ async fn delete_one(
                 return Err(StoreError::not_found("Workspace", &name));
             };
             if ws.spec.deletion_policy == Some(sng_api::workspace::DeletionPolicy::Destroy) {
-                // The infrastructure is destroyed first (children before parents); the object goes after.
-                let obj = s.mark_deleting(Kind::Workspace, &tenant, &name)?;
+                // The infrastructure is destroyed first (children before parents); the object goes
+                // after. From now on an approval is refused; one given before is superseded.
+                let (obj, superseded) = s.mark_workspace_deleting(&tenant, &name)?;
+                if let Some(sup) = &superseded {
+                    crate::platform::decisions::superseded(s, &tenant, &name, sup);
+                }
                 if let Some(p) = &platform {
                     p.wake.notify_one();
                 }

@@ -3,6 +3,7 @@
 //! Embedded default: one SQLite file in the data directory.
 #![forbid(unsafe_code)]
 
+mod approvals;
 mod crypto;
 mod error;
 mod events;
@@ -18,6 +19,7 @@ use std::sync::{Mutex, MutexGuard, RwLock};
 
 use rusqlite::Connection;
 
+pub use approvals::{ApprovalDecision, Cause, RunRef, Superseded};
 pub use crypto::Cipher;
 pub use error::StoreError;
 pub use events::{
@@ -26,7 +28,7 @@ pub use events::{
 };
 pub use keys::{MasterKeyRotation, TenantKey, TenantKeyRotation};
 pub use objects::{Applied, ApplyOutcome};
-pub use runs::{RunRecord, RunToken};
+pub use runs::{Decision, RunRecord, RunToken};
 pub use state::{state_meta, LockOutcome, StateLock, StateVersion, WriteOutcome};
 pub use tokens::{Principal, Role, TokenCheck, TokenInfo};
 

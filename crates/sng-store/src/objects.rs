@@ -29,6 +29,8 @@ pub struct Applied {
     pub object: Object,
     /// What happened.
     pub outcome: ApplyOutcome,
+    /// A Workspace's new generation superseded the plan awaiting approval (and its approval).
+    pub superseded: Option<crate::approvals::Superseded>,
 }
 
 /// Scope of a kind: the tenant for namespaced kinds, '' for tenants themselves.
@@ -40,7 +42,7 @@ fn scope(kind: Kind, tenant: &str) -> &str {
     }
 }
 
-fn next_revision(tx: &Transaction<'_>) -> Result<i64> {
+pub(crate) fn next_revision(tx: &Transaction<'_>) -> Result<i64> {
     Ok(tx.query_row(
         "UPDATE revision SET value = value + 1 WHERE id = 1 RETURNING value",
         [],
@@ -111,6 +113,34 @@ fn to_object(
 ) -> Result<Object> {
     let spec = open_spec(keys, kind, tenant, &name, &row)?;
     decode_row(kind, tenant, name, row, spec)
+}
+
+fn mark_row_deleting(
+    tx: &Transaction<'_>,
+    kind: Kind,
+    tenant: &str,
+    name: &str,
+    row: &Row,
+) -> Result<Option<i64>> {
+    if row.deleted_at.is_some() {
+        return Ok(None);
+    }
+    let rv = next_revision(tx)?;
+    tx.execute(
+        "UPDATE objects SET deleted_at = ?1, resource_version = ?2 WHERE tenant = ?3 AND kind = ?4 AND name = ?5",
+        params![now_rfc3339(), rv, scope(kind, tenant), kind.as_str(), name],
+    )?;
+    Ok(Some(rv))
+}
+
+/// The status of a workspace row (empty when it has none).
+fn row_status(row: &Row, name: &str) -> Result<sng_api::workspace::WorkspaceStatus> {
+    row.status
+        .as_deref()
+        .map(serde_json::from_str)
+        .transpose()
+        .map_err(|e| StoreError::Corrupt(format!("Workspace `{name}` status: {e}")))
+        .map(Option::unwrap_or_default)
 }
 
 /// Decode a row whose spec is opened (no store access: done without the connection).
@@ -218,6 +248,7 @@ impl Store {
             let spec_value = obj.spec_value();
             let labels = serde_json::to_string(&obj.meta().labels).expect("json");
             let annotations = serde_json::to_string(&obj.meta().annotations).expect("json");
+            let mut superseded = None;
             let outcome = match get_row(&tx, kind, tenant, &name)? {
                 None => {
                     if obj.meta().resource_version.is_some() {
@@ -255,6 +286,13 @@ impl Store {
                              WHERE tenant = ?8 AND kind = ?9 AND name = ?10",
                             params![i64::from(spec_changed), rv, labels, annotations, spec, sealed, key_version, sc, kind.as_str(), name],
                         )?;
+                        if kind == Kind::Workspace && spec_changed {
+                            // The new spec wins over the plan awaiting approval, in this transaction.
+                            let status = row_status(&row, &name)?;
+                            let cause = crate::approvals::Cause::Generation(row.generation + 1);
+                            superseded =
+                                crate::approvals::supersede_tx(&tx, tenant, &name, &status, cause)?;
+                        }
                         ApplyOutcome::Configured
                     }
                 }
@@ -264,6 +302,7 @@ impl Store {
             out.push(Applied {
                 object: to_object(&mut keys, kind, tenant, name, row)?,
                 outcome,
+                superseded,
             });
         }
         drop(keys);
@@ -274,6 +313,11 @@ impl Store {
             let rv: i64 =
                 tx.query_row("SELECT value FROM revision WHERE id = 1", [], |r| r.get(0))?;
             tx.commit()?;
+            let mut cache = self.last_ended_cache();
+            for a in out.iter().filter(|a| a.superseded.is_some()) {
+                cache.remove(&(tenant.to_string(), a.object.meta().name.clone()));
+            }
+            drop(cache);
             drop(conn);
             self.changed(rv);
         }
@@ -437,16 +481,32 @@ impl Store {
     /// Mark an object as being deleted (its deletion waits for something, e.g. a destroy).
     pub fn mark_deleting(&self, kind: Kind, tenant: &str, name: &str) -> Result<Object> {
         self.change_row(kind, tenant, name, |tx, row| {
-            if row.deleted_at.is_some() {
-                return Ok(None);
-            }
-            let rv = next_revision(tx)?;
-            tx.execute(
-                "UPDATE objects SET deleted_at = ?1, resource_version = ?2 WHERE tenant = ?3 AND kind = ?4 AND name = ?5",
-                params![now_rfc3339(), rv, scope(kind, tenant), kind.as_str(), name],
-            )?;
-            Ok(Some(rv))
+            mark_row_deleting(tx, kind, tenant, name, row)
         })
+    }
+
+    /// Mark a workspace as being deleted; in the same transaction, the deletion supersedes
+    /// the plan awaiting approval and its approval (an approval from now on is refused).
+    pub fn mark_workspace_deleting(
+        &self,
+        tenant: &str,
+        name: &str,
+    ) -> Result<(Object, Option<crate::approvals::Superseded>)> {
+        let mut superseded = None;
+        let obj = self.change_row(Kind::Workspace, tenant, name, |tx, row| {
+            let written = mark_row_deleting(tx, Kind::Workspace, tenant, name, row)?;
+            if written.is_some() {
+                let status = row_status(row, name)?;
+                let cause = crate::approvals::Cause::Deletion;
+                superseded = crate::approvals::supersede_tx(tx, tenant, name, &status, cause)?;
+            }
+            Ok(written)
+        })?;
+        if superseded.is_some() {
+            self.last_ended_cache()
+                .remove(&(tenant.to_string(), name.to_string()));
+        }
+        Ok((obj, superseded))
     }
 
     /// One transaction over an existing row: `change` may write it and returns the new
@@ -481,41 +541,6 @@ impl Store {
             self.changed(rv);
         }
         Ok(obj)
-    }
-
-    /// Record the approval of a plan (one pending approval per workspace).
-    pub fn approve(&self, tenant: &str, workspace: &str, plan_id: &str, who: &str) -> Result<()> {
-        self.conn().execute(
-            "INSERT INTO approvals (tenant, workspace, plan_id, who, at) VALUES (?1, ?2, ?3, ?4, ?5)
-             ON CONFLICT (tenant, workspace) DO UPDATE SET plan_id = excluded.plan_id, who = excluded.who, at = excluded.at",
-            params![tenant, workspace, plan_id, who, now_rfc3339()],
-        )?;
-        Ok(())
-    }
-
-    /// The pending approval of a workspace: (plan id, who, when).
-    pub fn approval(
-        &self,
-        tenant: &str,
-        workspace: &str,
-    ) -> Result<Option<(String, String, String)>> {
-        Ok(self
-            .conn()
-            .query_row(
-                "SELECT plan_id, who, at FROM approvals WHERE tenant = ?1 AND workspace = ?2",
-                params![tenant, workspace],
-                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
-            )
-            .optional()?)
-    }
-
-    /// Consume the approval of a workspace.
-    pub fn approval_clear(&self, tenant: &str, workspace: &str) -> Result<()> {
-        self.conn().execute(
-            "DELETE FROM approvals WHERE tenant = ?1 AND workspace = ?2",
-            params![tenant, workspace],
-        )?;
-        Ok(())
     }
 
     /// Number of objects per kind in a tenant (for listings of tenants).

@@ -90,6 +90,101 @@ pub struct RunRecord {
     /// Duration of each engine step, in milliseconds.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub steps: Vec<(String, u64)>,
+    /// Decisions about the run or its plan, in order, winners and losers: an approval, a
+    /// refused one, a plan superseded by a new spec or a deletion, a cancel.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub decisions: Vec<Decision>,
+}
+
+/// One decision about a run or its plan, as recorded.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Decision {
+    /// `approved`, `approval-refused`, `superseded`, `cancelled`, `workspace-deleted`.
+    pub kind: String,
+    /// The plan it is about.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plan_id: Option<String>,
+    /// Who took it (`token:ID`), when a principal did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub by: Option<String>,
+    /// Who had approved the plan, for a superseded approval.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approved_by: Option<String>,
+    /// The generation that superseded the plan.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generation: Option<i64>,
+    /// When (RFC 3339).
+    pub at: String,
+    /// In words: the reason of a refusal, what superseded the plan.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub message: String,
+}
+
+/// Append `decision` to the record of run `run_id` inside a transaction (a copy already there
+/// is not added twice); whether the run exists.
+pub(crate) fn add_decision(
+    conn: &rusqlite::Connection,
+    tenant: &str,
+    run_id: &str,
+    decision: &Decision,
+) -> Result<bool> {
+    let rec: Option<String> = conn
+        .query_row(
+            "SELECT record FROM runs WHERE tenant = ?1 AND id = ?2",
+            params![tenant, run_id],
+            |r| r.get(0),
+        )
+        .optional()?;
+    let Some(rec) = rec else { return Ok(false) };
+    let mut run: RunRecord = serde_json::from_str(&rec)
+        .map_err(|e| StoreError::Corrupt(format!("run `{run_id}`: {e}")))?;
+    if !run.decisions.contains(decision) {
+        run.decisions.push(decision.clone());
+        conn.execute(
+            "UPDATE runs SET record = ?1 WHERE tenant = ?2 AND id = ?3",
+            params![serde_json::to_string(&run).expect("json"), tenant, run_id],
+        )?;
+    }
+    Ok(true)
+}
+
+/// One run of a tenant, inside a transaction.
+pub(crate) fn run_in(
+    conn: &rusqlite::Connection,
+    tenant: &str,
+    id: &str,
+) -> Result<Option<RunRecord>> {
+    let rec: Option<String> = conn
+        .query_row(
+            "SELECT record FROM runs WHERE tenant = ?1 AND id = ?2",
+            params![tenant, id],
+            |r| r.get(0),
+        )
+        .optional()?;
+    rec.map(|r| {
+        serde_json::from_str(&r).map_err(|e| StoreError::Corrupt(format!("run `{id}`: {e}")))
+    })
+    .transpose()
+}
+
+/// The run whose plan is `plan_id`, if recorded.
+pub(crate) fn run_of_plan(
+    conn: &rusqlite::Connection,
+    tenant: &str,
+    workspace: &str,
+    plan_id: &str,
+) -> Result<Option<RunRecord>> {
+    let rec: Option<String> = conn
+        .query_row(
+            "SELECT record FROM runs WHERE tenant = ?1 AND workspace = ?2 AND json_extract(record, '$.plan.id') = ?3
+             ORDER BY created_at DESC, rowid DESC LIMIT 1",
+            params![tenant, workspace, plan_id],
+            |r| r.get(0),
+        )
+        .optional()?;
+    rec.map(|r| serde_json::from_str(&r).map_err(|e| StoreError::Corrupt(format!("run: {e}"))))
+        .transpose()
 }
 
 /// Who may use the state backend: a run, for its workspace only, while it lives.
@@ -110,10 +205,34 @@ pub(crate) type LastEnded = std::collections::HashMap<(String, String), Option<R
 const LAST_ENDED_MAX: usize = 100_000;
 
 impl Store {
-    /// Record a new run (or replace its record).
+    /// Record a new run (or replace its record). Decisions recorded meanwhile by others (an
+    /// approval refused, a cancel) are kept: a run's decisions only grow.
     pub fn run_put(&self, run: &RunRecord) -> Result<()> {
-        let record = serde_json::to_string(run).expect("json");
         let conn = self.conn();
+        let stored: Option<String> = conn
+            .query_row(
+                "SELECT record FROM runs WHERE tenant = ?1 AND id = ?2",
+                params![run.tenant, run.id],
+                |r| r.get(0),
+            )
+            .optional()?;
+        let mut merged = std::borrow::Cow::Borrowed(run);
+        if let Some(old) = stored.and_then(|s| serde_json::from_str::<RunRecord>(&s).ok()) {
+            let missing: Vec<Decision> = old
+                .decisions
+                .into_iter()
+                .filter(|d| !run.decisions.contains(d))
+                .collect();
+            if !missing.is_empty() {
+                let m = merged.to_mut();
+                let mine = std::mem::take(&mut m.decisions);
+                m.decisions = missing;
+                m.decisions.extend(mine);
+                m.decisions.sort_by(|a, b| a.at.cmp(&b.at));
+            }
+        }
+        let run = merged.as_ref();
+        let record = serde_json::to_string(run).expect("json");
         let written = conn.execute(
             "INSERT INTO runs (id, tenant, workspace, phase, created_at, record) VALUES (?1, ?2, ?3, ?4, ?5, ?6)
              ON CONFLICT (id) DO UPDATE SET phase = excluded.phase, record = excluded.record",
@@ -127,7 +246,7 @@ impl Store {
         Ok(())
     }
 
-    fn last_ended_cache(&self) -> std::sync::MutexGuard<'_, LastEnded> {
+    pub(crate) fn last_ended_cache(&self) -> std::sync::MutexGuard<'_, LastEnded> {
         self.last_ended.lock().unwrap_or_else(|p| p.into_inner())
     }
 
@@ -213,6 +332,23 @@ impl Store {
             params![tenant, since],
             |r| r.get(0),
         )?)
+    }
+
+    /// Append a decision to the record of a run (kept by later writes of the run).
+    pub fn run_add_decision(&self, tenant: &str, run_id: &str, decision: &Decision) -> Result<()> {
+        let conn = self.conn();
+        let workspace: Option<String> = conn
+            .query_row(
+                "SELECT workspace FROM runs WHERE tenant = ?1 AND id = ?2",
+                params![tenant, run_id],
+                |r| r.get(0),
+            )
+            .optional()?;
+        add_decision(&conn, tenant, run_id, decision)?;
+        if let Some(w) = workspace {
+            self.last_ended_cache().remove(&(tenant.to_string(), w));
+        }
+        Ok(())
     }
 
     /// Runs still marked `Running` (after a crash, these were cut).

@@ -2,6 +2,7 @@
 //! by a global limit and dispatched fairly between tenants, and recovery of runs cut by a crash.
 
 mod checks;
+pub mod decisions;
 pub(crate) mod facts;
 pub(crate) mod inputs;
 mod policy;
@@ -303,6 +304,14 @@ impl Platform {
             }
             None => false,
         }
+    }
+
+    /// A user cancelled the active run of the workspace, and it has not ended yet.
+    pub fn cancelling(&self, tenant: &str, workspace: &str) -> bool {
+        self.cancelled_by_user
+            .lock()
+            .expect("lock")
+            .contains(&(tenant.to_string(), workspace.to_string()))
     }
 
     /// Cancel every active run (shutdown).

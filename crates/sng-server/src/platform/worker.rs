@@ -57,6 +57,7 @@ pub fn mark_interrupted(store: &Store, run: &RunRecord) -> Result<(), sng_store:
     });
     set(&mut st, PLANNING, false, "", "", &now, generation);
     set(&mut st, APPLYING, false, "", "", &now, generation);
+    set(&mut st, AWAITING_APPROVAL, false, "", "", &now, generation);
     set(
         &mut st,
         READY,
@@ -72,11 +73,28 @@ pub fn mark_interrupted(store: &Store, run: &RunRecord) -> Result<(), sng_store:
 
 /// Remove a workspace: its platform-held state, its object and its outputs secret. The state
 /// goes first: while its lock is held (a live run, a person) `state_delete` refuses, nothing is
-/// removed, and the reconciler finalizes again later.
+/// removed, and the reconciler finalizes again later. The deletion supersedes the plan awaiting
+/// approval and its approval (recorded once: taken after the object is gone, so no approval can
+/// come in between).
 pub fn finalize(store: &Store, tenant: &str, ws: &Workspace) -> Result<(), sng_store::StoreError> {
     let name = &ws.metadata.name;
     store.state_delete(tenant, name)?;
     store.delete(Kind::Workspace, tenant, name)?;
+    let status = ws.status.clone().unwrap_or_default();
+    if let Some(sup) = store.supersede(tenant, name, &status, sng_store::Cause::Deletion)? {
+        super::decisions::superseded(store, tenant, name, &sup);
+    }
+    remove_leftovers(store, tenant, ws)
+}
+
+/// The platform-held state and the outputs secret of a workspace that is gone.
+fn remove_leftovers(
+    store: &Store,
+    tenant: &str,
+    ws: &Workspace,
+) -> Result<(), sng_store::StoreError> {
+    let name = &ws.metadata.name;
+    store.state_delete(tenant, name)?;
     store.approval_clear(tenant, name)?;
     let outputs = ws.outputs_secret_name();
     if let Some(secret) = store.get(Kind::Secret, tenant, &outputs)? {
@@ -137,11 +155,42 @@ pub async fn run_workspace(
     let generation = ws.metadata.generation.unwrap_or(0);
     let run_id = format!("run-{}", &uuid::Uuid::new_v4().simple().to_string()[..12]);
     let now = now_rfc3339();
+    // The approval is claimed by this run in one transaction: gone or of another generation
+    // (a new spec won since the decision), the run plans the current spec instead.
+    let (mut operation, mut trigger) = (operation, trigger);
     let approval = if operation == Operation::ApplyApproved {
-        p.store.approval(tenant, name).ok().flatten()
+        let claimed = p
+            .store
+            .approval_claim(tenant, name, generation, &run_id)
+            .ok()
+            .flatten();
+        if claimed.is_none() {
+            (operation, trigger) = (Operation::Plan, Trigger::InputsChanged);
+        }
+        claimed
     } else {
         None
     };
+    // A plan of an older generation that awaited approval is superseded by this one.
+    let status = ws.status.clone().unwrap_or_default();
+    if let Ok(Some(sup)) = p.store.supersede(
+        tenant,
+        name,
+        &status,
+        sng_store::Cause::Generation(generation),
+    ) {
+        super::decisions::superseded(&p.store, tenant, name, &sup);
+    }
+    let superseded: Vec<sng_store::Decision> = p
+        .store
+        .last_ended_run(tenant, name)
+        .ok()
+        .flatten()
+        .map(|r| r.decisions)
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|d| d.kind == "superseded" && d.generation == Some(generation))
+        .collect();
     let mut record = RunRecord {
         id: run_id.clone(),
         tenant: tenant.into(),
@@ -154,6 +203,7 @@ pub async fn run_workspace(
         approval: approval.clone(),
         correlation_id: format!("corr-{}", uuid::Uuid::new_v4().simple()),
         created_at: now.clone(),
+        decisions: superseded,
         ..RunRecord::default()
     };
     record.caused_by = Some(cause(&p.store, tenant, &ws, trigger, approval.as_ref()));
@@ -223,9 +273,22 @@ pub async fn run_workspace(
         let _ = p.store.approval_clear(tenant, name);
     }
     let now = now_rfc3339();
-    let Some(current) = load(&p.store, tenant, name) else {
+    let Some(current) = load(&p.store, tenant, name).filter(|c| c.metadata.uid == ws.metadata.uid)
+    else {
+        ended_without_workspace(p, &ws, &mut record, &ended.result, &now);
         return;
     };
+    if current.metadata.deletion_timestamp.is_some()
+        && current.spec.deletion_policy != Some(sng_api::workspace::DeletionPolicy::Destroy)
+    {
+        // Deleted (Orphan) while the run ran: the object waited for the run to release its
+        // lock; it goes now, and the run ends with the reason `WorkspaceDeleted`.
+        if let Err(e) = finalize(&p.store, tenant, &current) {
+            tracing::error!(tenant, workspace = name, error = %e, "cannot finalize a deletion");
+        }
+        ended_without_workspace(p, &current, &mut record, &ended.result, &now);
+        return;
+    }
     if operation == Operation::Destroy
         && ended.result == RunResult::Succeeded
         && current.metadata.deletion_timestamp.is_some()
@@ -370,6 +433,7 @@ pub async fn run_workspace(
         RunResult::Interrupted(m) if cut_by_stop => {
             st.observed_generation = ws.status.as_ref().and_then(|s| s.observed_generation);
             set(&mut st, READY, false, "Interrupted", m, &now, generation);
+            set(&mut st, AWAITING_APPROVAL, false, "", "", &now, generation);
             record.reason = Some("Stopped".into());
             (
                 "Interrupted",
@@ -395,6 +459,8 @@ pub async fn run_workspace(
             st.consecutive_failures = Some(st.consecutive_failures.unwrap_or(0) + 1);
             set(&mut st, READY, false, &reason, &m, &now, generation);
             set(&mut st, FAILED, true, &reason, &m, &now, generation);
+            // No plan awaits approval after a failed or cut run: the next run re-plans.
+            set(&mut st, AWAITING_APPROVAL, false, "", "", &now, generation);
             if matches!(other, RunResult::StateLocked(_)) {
                 st.lock = match p.store.state_lock_info(tenant, name) {
                     Ok(Some(lock)) => Some(LockStatus {
@@ -474,6 +540,50 @@ pub async fn run_workspace(
         emit(&p.store, &record, e, data.clone());
     }
     tracing::info!(run = %run_id, tenant, workspace = name, result = phase, "run ended");
+}
+
+/// The workspace was deleted (Orphan) while its run ran: the run ends in a terminal phase with
+/// the reason `WorkspaceDeleted`; what it wrote after the deletion (state, outputs) goes too.
+fn ended_without_workspace(
+    p: &Platform,
+    ws: &Workspace,
+    record: &mut RunRecord,
+    result: &RunResult,
+    now: &str,
+) {
+    let (tenant, name) = (record.tenant.clone(), record.workspace.clone());
+    if load(&p.store, &tenant, &name).is_none() {
+        if let Err(e) = remove_leftovers(&p.store, &tenant, ws) {
+            tracing::warn!(tenant, workspace = name, error = %e, "cannot remove what the run left");
+        }
+    }
+    let phase = match result {
+        RunResult::Succeeded => "Succeeded",
+        RunResult::Interrupted(_) => "Interrupted",
+        _ => "Failed",
+    };
+    let message = "the workspace was deleted while the run ran: its state and outputs are removed, the infrastructure stays";
+    record.phase = phase.into();
+    record.result = Some(phase.into());
+    record.reason = Some("WorkspaceDeleted".into());
+    record.message = Some(message.into());
+    record.finished_at = Some(now.to_string());
+    record.decisions.push(sng_store::Decision {
+        kind: "workspace-deleted".into(),
+        at: now.to_string(),
+        message: message.into(),
+        ..Default::default()
+    });
+    let _ = p.store.run_put(record);
+    p.stats.run_ended(phase, 0.0);
+    let event = match result {
+        RunResult::Succeeded => "run.completed",
+        RunResult::Interrupted(_) => "run.interrupted",
+        _ => "run.errored",
+    };
+    let data = json!({"result": phase, "reason": record.reason, "message": record.message});
+    emit(&p.store, record, event, data);
+    tracing::info!(run = %record.id, tenant, workspace = name, result = phase, "run ended: workspace deleted");
 }
 
 fn jitter_of(seed: &str) -> f64 {
