@@ -404,6 +404,16 @@ pub struct PlanSummary {
     /// Number of resources to import.
     #[serde(default)]
     pub import: i64,
+    /// Number of resources removed from the state and left in place (`removed` blocks).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub forget: Option<i64>,
+    /// Number of resources whose address changes in the state (`moved` blocks).
+    #[serde(default, rename = "move", skip_serializing_if = "Option::is_none")]
+    pub moved: Option<i64>,
+    /// Actions of the engine the platform does not know (`address: action`): the plan awaits
+    /// a review (approval) whatever `approval` says.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unknown_actions: Vec<String>,
     /// Hash of `resource_changes`: an approved apply is refused when it differs.
     pub hash: String,
 }

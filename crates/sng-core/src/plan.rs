@@ -5,7 +5,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-/// Counts of a plan, as `Plan: N to add, N to change, N to destroy, N to import`.
+/// Counts of a plan, as `Plan: N to add, N to change, N to destroy, N to import`, with the
+/// actions that change only the state: resources forgotten (a `removed` block with
+/// `lifecycle { destroy = false }`) and moved (a `moved` block, `previous_address`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PlanCounts {
     /// Resources to create (replacements count here too).
@@ -16,18 +18,53 @@ pub struct PlanCounts {
     pub destroy: i64,
     /// Resources to import.
     pub import: i64,
+    /// Resources removed from the state, left in place (`forget`).
+    #[serde(default)]
+    pub forget: i64,
+    /// Resources whose address changes in the state (`moved`).
+    #[serde(default, rename = "move")]
+    pub moved: i64,
 }
 
 impl PlanCounts {
-    /// Whether the plan changes any resource.
+    /// Whether the plan changes any resource or the state.
     pub fn has_changes(&self) -> bool {
-        self.add + self.change + self.destroy + self.import > 0
+        self.add + self.change + self.destroy + self.import + self.forget + self.moved > 0
     }
+}
+
+/// The action lists the platform knows how to count. Anything else the engine plans is named
+/// by [`unknown_actions`] and goes to review.
+const KNOWN_ACTIONS: &[&[&str]] = &[
+    &["no-op"],
+    &["create"],
+    &["read"],
+    &["update"],
+    &["delete"],
+    &["forget"],
+    &["delete", "create"],
+    &["create", "delete"],
+];
+
+fn actions_of(rc: &Value) -> Vec<&str> {
+    rc["change"]["actions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .collect()
+}
+
+fn is_move(rc: &Value) -> bool {
+    rc.get("previous_address")
+        .and_then(Value::as_str)
+        .is_some_and(|prev| Some(prev) != rc["address"].as_str())
 }
 
 /// Count the `resource_changes` of a plan as the CLI does: a `delete` of a data source is not
 /// counted; `importing` counts an import (even with no-op); create → add; update → change;
-/// delete → destroy; replace → add and destroy; read, no-op and forget are not counted.
+/// delete → destroy; replace → add and destroy; forget → forget; a `previous_address` other
+/// than the address → move; read and no-op are not counted.
 pub fn count(plan: &Value) -> PlanCounts {
     let mut c = PlanCounts::default();
     for rc in plan["resource_changes"].as_array().into_iter().flatten() {
@@ -35,17 +72,15 @@ pub fn count(plan: &Value) -> PlanCounts {
         if !change["importing"].is_null() && change.get("importing").is_some() {
             c.import += 1;
         }
-        let actions: Vec<&str> = change["actions"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(Value::as_str)
-            .collect();
+        if is_move(rc) {
+            c.moved += 1;
+        }
         let is_data = rc["mode"] == "data";
-        match actions.as_slice() {
+        match actions_of(rc).as_slice() {
             ["create"] => c.add += 1,
             ["update"] => c.change += 1,
             ["delete"] if !is_data => c.destroy += 1,
+            ["forget"] => c.forget += 1,
             ["delete", "create"] | ["create", "delete"] => {
                 c.add += 1;
                 c.destroy += 1;
@@ -54,6 +89,30 @@ pub fn count(plan: &Value) -> PlanCounts {
         }
     }
     c
+}
+
+/// The actions of a plan that the platform does not know (`address: a+b`), sorted: such a plan
+/// is never applied without review.
+pub fn unknown_actions(plan: &Value) -> Vec<String> {
+    let mut out: Vec<String> = plan["resource_changes"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|rc| {
+            let actions = actions_of(rc);
+            (!KNOWN_ACTIONS.contains(&actions.as_slice())).then(|| {
+                let named = if actions.is_empty() {
+                    "(none)".to_string()
+                } else {
+                    actions.join("+")
+                };
+                format!("{}: {named}", rc["address"].as_str().unwrap_or("?"))
+            })
+        })
+        .collect();
+    out.sort();
+    out.dedup();
+    out
 }
 
 /// Hex SHA-256 of `resource_changes` in canonical form (object keys sorted), `sha256:`-prefixed.
@@ -110,7 +169,10 @@ pub fn describe(redacted: &Value, key: &str) -> Vec<Value> {
             .flatten()
             .filter_map(Value::as_str)
             .collect();
-        if (actions == ["no-op"] || actions == ["read"]) && change["importing"].is_null() {
+        if (actions == ["no-op"] || actions == ["read"])
+            && change["importing"].is_null()
+            && !is_move(rc)
+        {
             continue;
         }
         let (before, after) = (&change["before"], &change["after"]);
@@ -136,6 +198,7 @@ pub fn describe(redacted: &Value, key: &str) -> Vec<Value> {
             "address": rc["address"],
             "actions": actions,
             "importing": change.get("importing").filter(|v| !v.is_null()),
+            "previousAddress": rc.get("previous_address").filter(|_| is_move(rc)),
             "attributes": attributes,
         }));
     }
@@ -213,7 +276,10 @@ mod tests {
             (vec![rc("managed", &["no-op"], None)], PlanCounts::default()),
             (
                 vec![rc("managed", &["forget"], None)],
-                PlanCounts::default(),
+                PlanCounts {
+                    forget: 1,
+                    ..Default::default()
+                },
             ),
             (
                 vec![rc("managed", &["delete", "create"], None)],
@@ -260,6 +326,70 @@ mod tests {
             PlanCounts::default(),
             "refresh-only plans may lack the key"
         );
+    }
+
+    #[test]
+    fn moves_and_forgets_change_the_state() {
+        let moved = json!({"address": "b", "previous_address": "a", "mode": "managed", "change": {"actions": ["no-op"]}});
+        let same = json!({"address": "a", "previous_address": "a", "mode": "managed", "change": {"actions": ["no-op"]}});
+        let table = [
+            (vec![moved.clone()], 1, 0, true),
+            (vec![same], 0, 0, false),
+            (vec![rc("managed", &["forget"], None)], 0, 1, true),
+            (vec![moved, rc("managed", &["forget"], None)], 1, 1, true),
+            (vec![rc("managed", &["no-op"], None)], 0, 0, false),
+        ];
+        for (changes, moves, forgets, changes_state) in table {
+            let plan = json!({"resource_changes": changes});
+            let c = count(&plan);
+            assert_eq!((c.moved, c.forget), (moves, forgets), "{plan}");
+            assert_eq!(c.has_changes(), changes_state, "{plan}");
+        }
+        let described = describe(
+            &json!({"resource_changes": [{"address": "b", "previous_address": "a", "change": {"actions": ["no-op"], "before": {}, "after": {}}}]}),
+            "resource_changes",
+        );
+        assert_eq!(described.len(), 1, "a move is shown");
+        assert_eq!(described[0]["previousAddress"], "a");
+    }
+
+    #[test]
+    fn unknown_actions_are_named() {
+        let with = |actions: Vec<Value>| json!({"resource_changes": actions});
+        let table: Vec<(Value, Vec<&str>)> = vec![
+            (with(vec![]), vec![]),
+            (json!({}), vec![]),
+            (
+                with(
+                    [
+                        &["no-op"][..],
+                        &["create"],
+                        &["read"],
+                        &["update"],
+                        &["delete"],
+                        &["forget"],
+                        &["delete", "create"],
+                        &["create", "delete"],
+                    ]
+                    .iter()
+                    .map(|a| rc("managed", a, None))
+                    .collect(),
+                ),
+                vec![],
+            ),
+            (
+                with(vec![rc("managed", &["create", "forget"], None)]),
+                vec!["x: create+forget"],
+            ),
+            (
+                with(vec![rc("managed", &["archive"], None)]),
+                vec!["x: archive"],
+            ),
+            (with(vec![rc("managed", &[], None)]), vec!["x: (none)"]),
+        ];
+        for (plan, want) in table {
+            assert_eq!(unknown_actions(&plan), want, "{plan}");
+        }
     }
 
     #[test]

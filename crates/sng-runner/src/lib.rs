@@ -14,7 +14,7 @@ pub mod workdir;
 pub use engine::{Engine, EngineError};
 pub use limits::Limits;
 pub use run::{
-    execute, Backend, Operation, OutputsSource, PreApply, Progress, ProgressFn, ProviderBlock,
-    RunConfig, RunInput, RunOutput, RunResult,
+    execute, Backend, Operation, OutputsSource, PlanResult, PreApply, Progress, ProgressFn,
+    ProviderBlock, RunConfig, RunInput, RunOutput, RunResult,
 };
 pub use sandbox::Sandbox;

@@ -7,7 +7,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value};
 use sng_core::mask::Masker;
-use sng_core::plan::{count, hash_resource_changes, sensitive_output_values, PlanCounts};
+use sng_core::plan::{
+    count, hash_resource_changes, sensitive_output_values, unknown_actions, PlanCounts,
+};
 use tokio_util::sync::CancellationToken;
 
 use crate::engine::Engine;
@@ -173,6 +175,9 @@ pub struct PlanResult {
     pub changes: Vec<Value>,
     /// Resource-level drift (changes made outside the platform), redacted and masked.
     pub drift: Vec<Value>,
+    /// Actions the platform does not know (`address: action`): the plan is not applied
+    /// unless approved (an expected hash).
+    pub unknown: Vec<String>,
 }
 
 /// How the run ended.
@@ -190,6 +195,9 @@ pub enum RunResult {
     Rejected(String),
     /// A mandatory policy denied the plan: nothing was applied.
     PolicyDenied(String),
+    /// The plan holds actions the platform does not know (named): nothing was applied; the
+    /// plan awaits approval.
+    NeedsReview(String),
 }
 
 /// Result of a run.
@@ -311,7 +319,8 @@ pub async fn execute(cfg: &RunConfig, input: RunInput, cancel: CancellationToken
         | RunResult::Interrupted(m)
         | RunResult::StateLocked(m)
         | RunResult::Rejected(m)
-        | RunResult::PolicyDenied(m) => {
+        | RunResult::PolicyDenied(m)
+        | RunResult::NeedsReview(m) => {
             format!("sng: run ended: {m}")
         }
     };
@@ -582,6 +591,7 @@ async fn run_in(
         hash: hash_resource_changes(&plan_json),
         changes: masked(sng_core::plan::describe(&redacted, "resource_changes")),
         drift: masked(sng_core::plan::describe(&redacted, "resource_drift")),
+        unknown: unknown_actions(&plan_json),
     });
     if let (Some(p), Some(plan)) = (&input.progress, &out.plan) {
         p(Progress::Planned(plan.clone()));
@@ -603,6 +613,18 @@ async fn run_in(
     }
     if input.operation == Operation::Plan {
         return RunResult::Succeeded;
+    }
+    if let Some(plan) = out.plan.as_ref().filter(|p| !p.unknown.is_empty()) {
+        if input.expected_plan_hash.is_none() {
+            // Never a misleading default: an action the platform cannot count waits for a
+            // person (the platform reports the plan as awaiting approval).
+            log.line(&format!(
+                "sng: the plan holds actions the platform does not know ({}); it awaits approval",
+                plan.unknown.join(", ")
+            ))
+            .await;
+            return RunResult::NeedsReview(plan.unknown.join(", "));
+        }
     }
     if let (Some(expected), Some(plan)) = (&input.expected_plan_hash, &out.plan) {
         if *expected != plan.hash {

@@ -23,17 +23,26 @@ pub fn print_changes(items: &[Value]) {
             .flatten()
             .filter_map(Value::as_str)
             .collect();
-        let import = if r["importing"].is_object() {
+        let import = if r["importing"].is_object() || r["importing"] == true {
             " (import)"
         } else {
             ""
         };
+        let moved = r["previousAddress"]
+            .as_str()
+            .map(|p| format!(" (moved from {p})"))
+            .unwrap_or_default();
         println!(
-            "{} ({}){import}",
+            "{} ({}){import}{moved}",
             r["address"].as_str().unwrap_or("?"),
             actions.join(", ")
         );
         for a in r["attributes"].as_array().into_iter().flatten() {
+            if a.get("before").is_none() && a.get("after").is_none() {
+                // Run records keep names only: values may be secret.
+                println!("    {}: changed", a["name"].as_str().unwrap_or("?"));
+                continue;
+            }
             println!(
                 "    {}: {} -> {}",
                 a["name"].as_str().unwrap_or("?"),

@@ -82,6 +82,14 @@ fn plan_counts(v: &Value) -> String {
             if n("import") > 0 {
                 s.push_str(&format!(" <{}", n("import")));
             }
+            for (key, word) in [("forget", "forget"), ("move", "move")] {
+                if n(key) > 0 {
+                    s.push_str(&format!(" {word} {}", n(key)));
+                }
+            }
+            if let Some(u) = p["unknownActions"].as_array().filter(|u| !u.is_empty()) {
+                s.push_str(&format!(" unknown {}", u.len()));
+            }
             s
         }
         None => "-".into(),
@@ -293,12 +301,14 @@ mod tests {
         let items = [
             json!({"metadata": {"name": "pet"}, "status": {"lastPlan": {"add": 2, "change": 0, "destroy": 1, "import": 1}}}),
             json!({"metadata": {"name": "network-long"}}),
+            json!({"metadata": {"name": "gone"}, "status": {"lastPlan": {"add": 0, "change": 0, "destroy": 0, "forget": 1}}}),
         ];
         let out = render(Kind::Workspace, &items, false, now);
         let lines: Vec<&str> = out.lines().collect();
-        assert_eq!(lines.len(), 3);
+        assert_eq!(lines.len(), 4);
         assert!(lines[0].starts_with("NAME           READY"));
         assert!(lines[1].contains("+2 ~0 -1 <1"), "{}", lines[1]);
         assert!(lines[2].contains("Pending"));
+        assert!(lines[3].contains("+0 ~0 -0 forget 1"), "{}", lines[3]);
     }
 }

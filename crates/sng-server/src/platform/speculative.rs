@@ -64,7 +64,8 @@ pub async fn plan(p: &Platform, tenant: &str, ws: Workspace) -> Result<Value, St
                 "workspace": name,
                 "moduleDigest": digest,
                 "add": c.add, "change": c.change, "destroy": c.destroy, "import": c.import,
-                "hasChanges": c.has_changes(),
+                "forget": c.forget, "move": c.moved, "unknownActions": plan.unknown,
+                "hasChanges": c.has_changes() || !plan.unknown.is_empty(),
                 "changes": plan.changes,
             }))
         }
@@ -74,7 +75,8 @@ pub async fn plan(p: &Platform, tenant: &str, ws: Workspace) -> Result<Value, St
             | RunResult::Interrupted(m)
             | RunResult::StateLocked(m)
             | RunResult::Rejected(m)
-            | RunResult::PolicyDenied(m),
+            | RunResult::PolicyDenied(m)
+            | RunResult::NeedsReview(m),
             _,
         ) => Err(m),
     }

@@ -105,6 +105,48 @@ fn remove_leftovers(
     Ok(())
 }
 
+/// The plan as a run record keeps it: counts, hash, and per resource its address, actions and
+/// the names of the attributes that change — never their values (a value may be secret).
+fn plan_record(
+    id: &str,
+    plan: &sng_runner::PlanResult,
+    approved_hash: Option<String>,
+) -> serde_json::Value {
+    let c = plan.counts;
+    let names_only = |items: &[serde_json::Value]| -> Vec<serde_json::Value> {
+        items
+            .iter()
+            .map(|r| {
+                let attributes: Vec<serde_json::Value> = r["attributes"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .map(|a| json!({"name": a["name"]}))
+                    .collect();
+                let mut kept = json!({"address": r["address"], "actions": r["actions"], "attributes": attributes});
+                if r["importing"].is_object() {
+                    kept["importing"] = json!(true);
+                }
+                if !r["previousAddress"].is_null() {
+                    kept["previousAddress"] = r["previousAddress"].clone();
+                }
+                kept
+            })
+            .collect()
+    };
+    let mut v = json!({"id": id, "add": c.add, "change": c.change, "destroy": c.destroy, "import": c.import, "hash": plan.hash, "approvedHash": approved_hash, "changes": names_only(&plan.changes), "drift": names_only(&plan.drift)});
+    if c.forget > 0 {
+        v["forget"] = json!(c.forget);
+    }
+    if c.moved > 0 {
+        v["move"] = json!(c.moved);
+    }
+    if !plan.unknown.is_empty() {
+        v["unknownActions"] = json!(plan.unknown);
+    }
+    v
+}
+
 fn plan_id(run_id: &str, hash: &str) -> String {
     use sha2::Digest as _;
     let h = hex::encode(sha2::Sha256::digest(format!("{run_id}:{hash}").as_bytes()));
@@ -312,7 +354,16 @@ pub async fn run_workspace(
     let plan_msg = |st: &WorkspaceStatus| {
         st.last_plan
             .as_ref()
-            .map(|pl| format!("+{} ~{} -{} <{}", pl.add, pl.change, pl.destroy, pl.import))
+            .map(|pl| {
+                let mut m = format!("+{} ~{} -{} <{}", pl.add, pl.change, pl.destroy, pl.import);
+                if let Some(n) = pl.forget {
+                    m.push_str(&format!(" forget {n}"));
+                }
+                if let Some(n) = pl.moved {
+                    m.push_str(&format!(" move {n}"));
+                }
+                m
+            })
             .unwrap_or_default()
     };
     let (phase, apply_result, message): (&str, Option<ApplyResult>, Option<String>) = match &ended
@@ -403,6 +454,12 @@ pub async fn run_workspace(
                 ("Succeeded", Some(ApplyResult::Succeeded), None)
             }
         },
+        RunResult::NeedsReview(m) => {
+            // Actions the platform does not know: applied only once a person approved them.
+            await_approval(&mut st, name, &now, generation);
+            let m = format!("the plan awaits a review of actions the platform does not know: {m}");
+            ("Succeeded", None, Some(m))
+        }
         RunResult::Rejected(m) => {
             // The approved plan no longer matches reality: the new plan awaits approval.
             let new_id = st
@@ -531,6 +588,7 @@ pub async fn run_workspace(
         {
             &["run.awaiting_approval"]
         }
+        (RunResult::NeedsReview(_), _) => &["run.awaiting_approval"],
         (RunResult::Succeeded, _) => &["run.completed", "workspace.ready"],
         (RunResult::Rejected(_), _) => &["run.rejected", "run.awaiting_approval"],
         (RunResult::Interrupted(_), _) => &["run.interrupted"],
@@ -598,7 +656,19 @@ fn await_approval(st: &mut WorkspaceStatus, name: &str, now: &str, generation: i
         .as_ref()
         .map(|p| p.id.clone())
         .unwrap_or_default();
-    let msg = format!("plan {id} awaits approval: sng approve workspace {name} {id}");
+    let unknown = st
+        .last_plan
+        .as_ref()
+        .map(|p| p.unknown_actions.clone())
+        .unwrap_or_default();
+    let msg = if unknown.is_empty() {
+        format!("plan {id} awaits approval: sng approve workspace {name} {id}")
+    } else {
+        format!(
+            "plan {id} holds actions the platform does not know ({}); it awaits a review: sng approve workspace {name} {id}",
+            unknown.join(", ")
+        )
+    };
     set(
         st,
         AWAITING_APPROVAL,
@@ -767,7 +837,15 @@ async fn run_inner(
     let progress: sng_runner::ProgressFn = std::sync::Arc::new(move |progress| match progress {
         sng_runner::Progress::Planned(plan) => {
             let c = plan.counts;
-            let data = json!({"planId": plan_id(&rec.id, &plan.hash), "add": c.add, "change": c.change, "destroy": c.destroy, "import": c.import, "hash": plan.hash});
+            let id = plan_id(&rec.id, &plan.hash);
+            // In the record as soon as it exists: a run killed hard keeps its plan.
+            let mut planned = rec.clone();
+            planned.plan_hash = Some(plan.hash.clone());
+            planned.plan = Some(plan_record(&id, &plan, None));
+            if let Err(e) = store.run_put(&planned) {
+                tracing::warn!(run = %rec.id, error = %e, "cannot record the plan");
+            }
+            let data = json!({"planId": id, "add": c.add, "change": c.change, "destroy": c.destroy, "import": c.import, "forget": c.forget, "move": c.moved, "unknownActions": plan.unknown, "hash": plan.hash});
             emit(&store, &rec, "run.planned", data);
         }
         sng_runner::Progress::Step("apply") => {
@@ -807,9 +885,10 @@ async fn run_inner(
     if let Some(plan) = &out.plan {
         let id = plan_id(run_id, &plan.hash);
         let c = plan.counts;
-        ended.has_changes = c.has_changes();
+        ended.has_changes = c.has_changes() || !plan.unknown.is_empty();
         let previous = st.last_plan.as_ref().map(|p| p.hash.clone());
         record.plan_hash = Some(plan.hash.clone());
+        let nonzero = |n: i64| (n > 0).then_some(n);
         st.last_plan = Some(PlanSummary {
             id: id.clone(),
             at: now_rfc3339(),
@@ -817,11 +896,17 @@ async fn run_inner(
             change: c.change,
             destroy: c.destroy,
             import: c.import,
+            forget: nonzero(c.forget),
+            moved: nonzero(c.moved),
+            unknown_actions: plan.unknown.clone(),
             hash: plan.hash.clone(),
         });
-        record.plan = Some(
-            json!({"id": id, "add": c.add, "change": c.change, "destroy": c.destroy, "import": c.import, "hash": plan.hash, "approvedHash": if operation == Operation::ApplyApproved { previous } else { None }, "changes": plan.changes, "drift": plan.drift}),
-        );
+        let approved = if operation == Operation::ApplyApproved {
+            previous
+        } else {
+            None
+        };
+        record.plan = Some(plan_record(&id, plan, approved));
     }
     if let (RunResult::Succeeded, Some(outputs)) = (&out.result, &out.outputs) {
         if operation != Operation::Destroy {
