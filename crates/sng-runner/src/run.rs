@@ -220,6 +220,8 @@ pub struct RunOutput {
     /// Serial of the state after the apply, when read by `state pull` (backends the platform
     /// does not hold).
     pub state_serial: Option<i64>,
+    /// The step a cancel or the deadline interrupted (`plan`, `apply`, …).
+    pub interrupted_step: Option<String>,
 }
 
 fn args(list: &[&str]) -> Vec<String> {
@@ -302,6 +304,7 @@ pub async fn execute(cfg: &RunConfig, input: RunInput, cancel: CancellationToken
         module: None,
         lock_holder: None,
         state_serial: None,
+        interrupted_step: None,
     };
     let mut log = match RunLog::open(&input.log_path, masker).await {
         Ok(l) => l,
@@ -471,6 +474,7 @@ async fn run_in(
                     out.steps
                         .push(($name.to_string(), o.elapsed.as_millis() as u64));
                     if o.interrupted || o.timed_out {
+                        out.interrupted_step = Some($name.to_string());
                         let why = if o.timed_out {
                             "the run deadline was reached"
                         } else {

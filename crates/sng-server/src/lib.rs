@@ -186,14 +186,14 @@ pub async fn run(config: Config) -> Result<(), ServerError> {
     );
     let shutdown = serve::Shutdown::default();
     let server = tokio::spawn(serve::serve(listener, app, limits, shutdown.clone()));
-    shutdown_signal().await;
+    let signal = shutdown_signal().await;
     // Stop in two steps. First: no new runs, nothing served but the state backend, and the
     // running engines interrupted: they finish what they were doing and upload their last state
     // (an interrupted apply keeps what it created). Then the listener closes.
     stop.cancel();
     shutdown.drain();
     if let Some(p) = &platform {
-        p.cancel_all();
+        p.cancel_all(&format!("the server stopped ({signal})"));
         let deadline =
             tokio::time::Instant::now() + p.runner.grace + std::time::Duration::from_secs(5);
         while p.running() > 0 && tokio::time::Instant::now() < deadline {
@@ -288,6 +288,7 @@ fn start_platform(
         queue: Default::default(),
         active: Default::default(),
         cancelled_by_user: Default::default(),
+        stopped_because: Default::default(),
         stats: Default::default(),
         policy: sng_policy::Sandbox::this_binary(),
     });
@@ -310,11 +311,14 @@ fn start_platform(
     Ok(Some(platform))
 }
 
-async fn shutdown_signal() {
+/// Wait for SIGTERM or SIGINT; the signal's name.
+async fn shutdown_signal() -> &'static str {
     let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
         .expect("install SIGTERM handler");
-    tokio::select! {
-        _ = term.recv() => tracing::info!("SIGTERM received, shutting down"),
-        _ = tokio::signal::ctrl_c() => tracing::info!("SIGINT received, shutting down"),
-    }
+    let signal = tokio::select! {
+        _ = term.recv() => "SIGTERM",
+        _ = tokio::signal::ctrl_c() => "SIGINT",
+    };
+    tracing::info!(signal, "signal received, shutting down");
+    signal
 }

@@ -233,10 +233,24 @@ pub(crate) async fn cancel_run(
     Path((tenant, name)): Path<(String, String)>,
 ) -> Result<Json<Value>, ApiError> {
     caller.require(&tenant, Role::Operator, "cancelling a run")?;
+    // Who cancels, as the run records it: `token ci-bot (tok-…)`.
+    let (id, token_tenant) = (caller.0.token_id.clone(), caller.0.tenant.clone());
+    let description = blocking(&st, move |s| {
+        Ok(s.get_token(token_tenant.as_deref(), &id)?
+            .map(|t| t.description)
+            .filter(|d| !d.is_empty()))
+    })
+    .await
+    .ok()
+    .flatten();
+    let by = match description {
+        Some(d) => format!("token {d} ({})", caller.0.token_id),
+        None => format!("token {}", caller.0.token_id),
+    };
     let cancelled = st
         .platform
         .as_ref()
-        .is_some_and(|p| p.cancel(&tenant, &name, true));
+        .is_some_and(|p| p.cancel_as(&tenant, &name, Some(&by)));
     if !cancelled {
         return Err(ApiError::conflict(format!(
             "workspace `{name}` has no active run"
@@ -244,6 +258,7 @@ pub(crate) async fn cancel_run(
     }
     // The cancel wins over an approval of the run (it is interrupted): recorded in the run.
     let who = format!("token:{}", caller.0.token_id);
+    let message = format!("cancelled by {by}");
     let n = name.clone();
     let run = blocking(&st, move |s| {
         let Some(Object::Workspace(ws)) = s.get(Kind::Workspace, &tenant, &n)? else {
@@ -256,7 +271,7 @@ pub(crate) async fn cancel_run(
             kind: "cancelled".into(),
             by: Some(who),
             at: sng_store::now_rfc3339(),
-            message: "the run was cancelled".into(),
+            message,
             ..Default::default()
         };
         s.run_add_decision(&tenant, &run, &d)?;

@@ -48,8 +48,11 @@ pub struct Platform {
     pub queue: Mutex<RunQueue>,
     /// Cancellation of active runs, by (tenant, workspace).
     pub active: Mutex<HashMap<(String, String), CancellationToken>>,
-    /// Runs cancelled by a user (recorded Interrupted, not re-run until inputs change).
-    pub cancelled_by_user: Mutex<std::collections::HashSet<(String, String)>>,
+    /// Runs cancelled by a user (recorded Interrupted, not re-run until inputs change), with
+    /// who cancelled them (`token ci-bot (tok-…)`, or `a user`).
+    pub cancelled_by_user: Mutex<HashMap<(String, String), String>>,
+    /// Why every run was cancelled at once: `the server stopped (SIGTERM)`.
+    pub stopped_because: Mutex<Option<String>>,
     /// Counters for `/api/v1/stats`: reconcile passes, runs started.
     pub stats: Stats,
     /// How policies are checked and evaluated: each in a bounded child process.
@@ -179,8 +182,10 @@ impl Platform {
         for mut run in cut.iter().cloned() {
             run.phase = "Interrupted".into();
             run.reason = Some("Stopped".into());
+            // Still `Running` at start: the server ended without recording the run's end.
             run.message = Some(
-                "the run was cut by a server stop; the next run re-plans on the real state".into(),
+                "the server was killed during the run; the next run re-plans on the real state"
+                    .into(),
             );
             run.finished_at = Some(sng_store::now_rfc3339());
             self.store.state_release_run_locks(&run.id)?;
@@ -290,14 +295,19 @@ impl Platform {
 
     /// Cancel the active run of a workspace, if any.
     pub fn cancel(&self, tenant: &str, workspace: &str, by_user: bool) -> bool {
+        self.cancel_as(tenant, workspace, by_user.then_some("a user"))
+    }
+
+    /// Cancel the active run of a workspace; `who` (`token ci-bot (tok-…)`) when a user asks.
+    pub fn cancel_as(&self, tenant: &str, workspace: &str, who: Option<&str>) -> bool {
         let key = (tenant.to_string(), workspace.to_string());
         match self.active.lock().expect("lock").get(&key) {
             Some(c) => {
-                if by_user {
+                if let Some(who) = who {
                     self.cancelled_by_user
                         .lock()
                         .expect("lock")
-                        .insert(key.clone());
+                        .insert(key.clone(), who.to_string());
                 }
                 c.cancel();
                 true
@@ -311,11 +321,12 @@ impl Platform {
         self.cancelled_by_user
             .lock()
             .expect("lock")
-            .contains(&(tenant.to_string(), workspace.to_string()))
+            .contains_key(&(tenant.to_string(), workspace.to_string()))
     }
 
-    /// Cancel every active run (shutdown).
-    pub fn cancel_all(&self) {
+    /// Cancel every active run (shutdown), `why` as the runs record it.
+    pub fn cancel_all(&self, why: &str) {
+        *self.stopped_because.lock().expect("lock") = Some(why.to_string());
         for c in self.active.lock().expect("lock").values() {
             c.cancel();
         }

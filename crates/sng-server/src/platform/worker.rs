@@ -160,6 +160,8 @@ struct Ended {
     operation: Operation,
     planned_with_defaults: bool,
     has_changes: bool,
+    /// The step a cancel or the deadline interrupted.
+    interrupted_step: Option<String>,
 }
 
 fn op_name(op: Operation) -> &'static str {
@@ -298,14 +300,33 @@ pub async fn run_workspace(
         cancel,
     )
     .await;
-    let by_user = p
+    let cancelled_by = p
         .cancelled_by_user
         .lock()
         .expect("lock")
         .remove(&(tenant.to_string(), name.to_string()));
+    let by_user = cancelled_by.is_some();
     // Cut by a server stop: the next start re-plans on the real state. By its deadline or a user: a result.
     let cut_by_stop =
         stopped.is_cancelled() && !by_user && matches!(ended.result, RunResult::Interrupted(_));
+    let mut ended = ended;
+    if let (RunResult::Interrupted(m), Some(step)) = (&ended.result, &ended.interrupted_step) {
+        // The cause as it was: who cancelled, or which stop.
+        let worded = if let Some(who) = &cancelled_by {
+            Some(format!("{step} interrupted: cancelled by {who}"))
+        } else if stopped.is_cancelled() {
+            let why = p.stopped_because.lock().expect("lock").clone();
+            Some(format!(
+                "{} during {step}",
+                why.as_deref().unwrap_or("the server stopped")
+            ))
+        } else {
+            None
+        };
+        if let Some(w) = worded.filter(|w| w != m) {
+            ended.result = RunResult::Interrupted(w);
+        }
+    }
 
     let _ = p.store.run_tokens_revoke(Some(&run_id));
     if p.store.state_release_run_locks(&run_id).unwrap_or(0) > 0 {
@@ -699,6 +720,7 @@ async fn run_inner(
         operation,
         planned_with_defaults: false,
         has_changes: false,
+        interrupted_step: None,
     };
     let fail = |mut e: Ended, reason: &str, m: String| {
         e.result = RunResult::Failed(m);
@@ -926,5 +948,6 @@ async fn run_inner(
         }
     }
     ended.result = out.result;
+    ended.interrupted_step = out.interrupted_step;
     ended
 }
