@@ -95,6 +95,12 @@ fn object_aad(tenant: &str, kind: Kind, name: &str, uid: &str) -> Vec<u8> {
     format!("object/{tenant}/{}/{name}/{uid}", kind.as_str()).into_bytes()
 }
 
+fn previous_aad(tenant: &str, name: &str, uid: &str) -> Vec<u8> {
+    let mut aad = object_aad(tenant, Kind::Secret, name, uid);
+    aad.extend_from_slice(b"/previous");
+    aad
+}
+
 fn wrong_master(got: &str, want: &str) -> StoreError {
     StoreError::Key(format!(
         "the master key (id {got}) is not the one that wraps the tenant keys (id {want}): \
@@ -273,6 +279,38 @@ impl<'a> Keyring<'a> {
         Ok((clear.to_string(), Some(sealed), Some(v)))
     }
 
+    /// Seal the previous values of a Secret (`{key: [base64, …]}`) with data key `version`.
+    pub(crate) fn seal_previous(
+        &mut self,
+        tenant: &str,
+        name: &str,
+        uid: &str,
+        version: i64,
+        previous: &Value,
+    ) -> Result<Vec<u8>> {
+        let dek = self.dek(tenant, version)?;
+        Ok(dek.seal(
+            previous.to_string().as_bytes(),
+            &previous_aad(tenant, name, uid),
+        ))
+    }
+
+    /// The previous values of a Secret (`{key: [base64, …]}`), sealed with data key `version`.
+    pub(crate) fn open_previous(
+        &mut self,
+        tenant: &str,
+        name: &str,
+        uid: &str,
+        version: i64,
+        sealed: &[u8],
+    ) -> Result<Value> {
+        let plain = self
+            .dek(tenant, version)?
+            .open(sealed, &previous_aad(tenant, name, uid))?;
+        serde_json::from_slice(&plain)
+            .map_err(|e| StoreError::Corrupt(format!("previous values of Secret `{name}`: {e}")))
+    }
+
     /// The whole spec JSON of an object from its stored columns (the inverse of `seal_spec`;
     /// a Secret without `sealed` holds its values in clear, previous scheme).
     pub(crate) fn open_spec(
@@ -400,10 +438,23 @@ fn reseal_secrets(keys: &mut Keyring<'_>, select: &str, args: &[&str]) -> Result
         let whole = keys.open_spec(kind, tenant, name, stored)?;
         let whole: Value = serde_json::from_str(&whole)
             .map_err(|e| StoreError::Corrupt(format!("{kind} `{name}`: {e}")))?;
+        let previous: Option<Vec<u8>> = conn.query_row(
+            "SELECT previous FROM objects WHERE tenant = ?1 AND kind = ?2 AND name = ?3",
+            params![tenant, kind.as_str(), name],
+            |r| r.get(0),
+        )?;
+        let previous = match (previous, version) {
+            (Some(p), Some(old)) => Some(keys.open_previous(tenant, name, &uid, old, &p)?),
+            _ => None,
+        };
         let (clear, sealed, v) = keys.seal_spec(kind, tenant, name, &uid, &whole)?;
+        let previous = match (previous, v) {
+            (Some(p), Some(new)) => Some(keys.seal_previous(tenant, name, &uid, new, &p)?),
+            _ => None,
+        };
         conn.execute(
-            "UPDATE objects SET spec = ?1, sealed = ?2, key_version = ?3 WHERE tenant = ?4 AND kind = ?5 AND name = ?6",
-            params![clear, sealed, v, tenant, kind.as_str(), name],
+            "UPDATE objects SET spec = ?1, sealed = ?2, key_version = ?3, previous = ?4 WHERE tenant = ?5 AND kind = ?6 AND name = ?7",
+            params![clear, sealed, v, previous, tenant, kind.as_str(), name],
         )?;
     }
     Ok(rows.len())
@@ -571,6 +622,39 @@ mod tests {
             )
             .unwrap();
         unwrap_dek(master, tenant, v, &kek, &wrapped).unwrap()
+    }
+
+    #[test]
+    fn previous_secret_values_are_kept_sealed_and_survive_a_key_rotation() {
+        let s = Store::init(Connection::open_in_memory().unwrap(), &[5u8; 32]).unwrap();
+        let values = |s: &Store| s.secret_previous_values("default", "s", "k").unwrap();
+        s.apply("default", vec![secret("s", "k", "OLD-v1-value")], false)
+            .unwrap();
+        assert!(values(&s).is_empty(), "nothing replaced yet");
+        s.apply("default", vec![secret("s", "k", "OLD-v2-value")], false)
+            .unwrap();
+        s.apply("default", vec![secret("s", "k", "cur-v3-value")], false)
+            .unwrap();
+        assert_eq!(values(&s), ["OLD-v2-value", "OLD-v1-value"]);
+        let raw: Vec<u8> = s
+            .conn()
+            .query_row("SELECT previous FROM objects WHERE name = 's'", [], |r| {
+                r.get(0)
+            })
+            .unwrap();
+        assert!(!raw.windows(6).any(|w| w == b"OLD-v1"), "sealed");
+        s.rotate_tenant_key("default").unwrap();
+        assert_eq!(values(&s), ["OLD-v2-value", "OLD-v1-value"]);
+        for i in 0..10 {
+            s.apply(
+                "default",
+                vec![secret("s", "k", &format!("value-{i}"))],
+                false,
+            )
+            .unwrap();
+        }
+        assert_eq!(values(&s).len(), crate::objects::PREVIOUS_VALUES_KEPT);
+        assert_eq!(values(&s)[0], "value-8");
     }
 
     #[test]

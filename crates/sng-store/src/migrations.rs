@@ -146,6 +146,9 @@ const MIGRATIONS: &[&str] = &[
     // 7: the runs of a tenant in a time window (`spec.quotas.runsPerHour`, read on every pass)
     // without reading the tenant's whole history.
     "CREATE INDEX runs_by_tenant_time ON runs (tenant, created_at);",
+    // 8: the last values of each key of a Secret, sealed like its values (to mask them after a
+    // rotation: the state and plans still hold them).
+    "ALTER TABLE objects ADD COLUMN previous BLOB;",
 ];
 
 /// Bring the schema to the latest version.

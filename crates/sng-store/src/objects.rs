@@ -50,6 +50,45 @@ pub(crate) fn next_revision(tx: &Transaction<'_>) -> Result<i64> {
     )?)
 }
 
+/// How many replaced values of each key of a Secret are kept (sealed), to be masked.
+pub const PREVIOUS_VALUES_KEPT: usize = 5;
+
+/// The previous values of a Secret after its `stored` spec is replaced: the kept ones, plus
+/// each value of `stored` (newest first, at most [`PREVIOUS_VALUES_KEPT`] per key).
+fn previous_values(
+    tx: &Transaction<'_>,
+    keys: &mut Keyring<'_>,
+    tenant: &str,
+    name: &str,
+    row: &Row,
+    stored: &Value,
+) -> Result<Value> {
+    let sealed: Option<Vec<u8>> = tx.query_row(
+        "SELECT previous FROM objects WHERE tenant = ?1 AND kind = 'Secret' AND name = ?2",
+        params![tenant, name],
+        |r| r.get(0),
+    )?;
+    let mut kept = match (sealed, row.key_version) {
+        (Some(s), Some(v)) => keys.open_previous(tenant, name, &row.uid, v, &s)?,
+        _ => Value::Object(Default::default()),
+    };
+    let Some(map) = kept.as_object_mut() else {
+        return Ok(Value::Object(Default::default()));
+    };
+    for (key, value) in stored["data"].as_object().into_iter().flatten() {
+        let list = map
+            .entry(key.clone())
+            .or_insert_with(|| Value::Array(vec![]));
+        let Some(items) = list.as_array_mut() else {
+            continue;
+        };
+        items.retain(|v| v != value);
+        items.insert(0, value.clone());
+        items.truncate(PREVIOUS_VALUES_KEPT);
+    }
+    Ok(kept)
+}
+
 struct Row {
     uid: String,
     generation: i64,
@@ -279,8 +318,27 @@ impl Store {
                         ApplyOutcome::Unchanged
                     } else {
                         let rv = next_revision(&tx)?;
+                        let previous = if kind == Kind::Secret && spec_changed {
+                            Some(previous_values(
+                                &tx,
+                                &mut keys,
+                                sc,
+                                &name,
+                                &row,
+                                &stored_spec,
+                            )?)
+                        } else {
+                            None
+                        };
                         let (spec, sealed, key_version) =
                             keys.seal_spec(kind, sc, &name, &row.uid, &spec_value)?;
+                        if let (Some(previous), Some(v)) = (previous, key_version) {
+                            let sealed = keys.seal_previous(sc, &name, &row.uid, v, &previous)?;
+                            tx.execute(
+                                "UPDATE objects SET previous = ?1 WHERE tenant = ?2 AND kind = ?3 AND name = ?4",
+                                params![sealed, sc, kind.as_str(), name],
+                            )?;
+                        }
                         tx.execute(
                             "UPDATE objects SET generation = generation + ?1, resource_version = ?2, labels = ?3, annotations = ?4, spec = ?5, sealed = ?6, key_version = ?7
                              WHERE tenant = ?8 AND kind = ?9 AND name = ?10",
@@ -332,6 +390,41 @@ impl Store {
         get_row(&conn, kind, tenant, name)?
             .map(|row| to_object(&mut keys, kind, tenant, name.to_string(), row))
             .transpose()
+    }
+
+    /// The replaced values of `key` of Secret `name` (decoded, newest first), kept sealed to
+    /// mask them: the state and plans of a workspace may still hold them after a rotation.
+    pub fn secret_previous_values(
+        &self,
+        tenant: &str,
+        name: &str,
+        key: &str,
+    ) -> Result<Vec<String>> {
+        use base64::Engine as _;
+        let conn = self.conn();
+        let master = self.master();
+        let mut keys = Keyring::new(&conn, &master);
+        let Some(row) = get_row(&conn, Kind::Secret, tenant, name)? else {
+            return Ok(vec![]);
+        };
+        let sealed: Option<Vec<u8>> = conn.query_row(
+            "SELECT previous FROM objects WHERE tenant = ?1 AND kind = 'Secret' AND name = ?2",
+            params![tenant, name],
+            |r| r.get(0),
+        )?;
+        let (Some(sealed), Some(v)) = (sealed, row.key_version) else {
+            return Ok(vec![]);
+        };
+        let previous = keys.open_previous(tenant, name, &row.uid, v, &sealed)?;
+        let b64 = base64::engine::general_purpose::STANDARD;
+        Ok(previous[key]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .filter_map(|v| b64.decode(v).ok())
+            .map(|b| String::from_utf8_lossy(&b).into_owned())
+            .collect())
     }
 
     /// Every object of a kind in a tenant, by name.

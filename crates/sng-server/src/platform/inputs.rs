@@ -76,6 +76,17 @@ fn secret_value(s: &Secret, key: &str, field: &str) -> Result<String, InputError
         })
 }
 
+/// The replaced values of a key of a Secret, for masking: after a rotation the state and the
+/// plan still hold them (`~ tok = "OLD" -> "NEW"`). Never given to the engine.
+fn previous_values(store: &Store, tenant: &str, name: &str, key: &str, secrets: &mut Vec<String>) {
+    match store.secret_previous_values(tenant, name, key) {
+        Ok(values) => secrets.extend(values),
+        Err(e) => {
+            tracing::warn!(tenant, secret = name, key, error = %e, "cannot read the previous values of a secret")
+        }
+    }
+}
+
 /// The published value of a parent's output, if any.
 fn parent_output(
     store: &Store,
@@ -125,6 +136,7 @@ pub fn gather(store: &Store, tenant: &str, ws: &Workspace) -> Result<Inputs, Inp
             match &r.key {
                 Some(key) => {
                     let value = secret_value(&s, key, &field)?;
+                    previous_values(store, tenant, &r.name, key, &mut inp.secrets);
                     set(
                         vf.var_name.clone().unwrap_or_else(|| key.clone()),
                         value,
@@ -137,6 +149,7 @@ pub fn gather(store: &Store, tenant: &str, ws: &Workspace) -> Result<Inputs, Inp
                     all.normalize();
                     for key in all.data.keys() {
                         let value = secret_value(&all, key, &field)?;
+                        previous_values(store, tenant, &r.name, key, &mut inp.secrets);
                         set(key.clone(), value, &mut inp, "secrets");
                     }
                 }
@@ -173,6 +186,7 @@ pub fn gather(store: &Store, tenant: &str, ws: &Workspace) -> Result<Inputs, Inp
                 if let Some(r) = &from.secret_ref {
                     let v = secret_value(&secret(store, tenant, &r.name, &field)?, &r.key, &field)?;
                     inp.secrets.push(v.clone());
+                    previous_values(store, tenant, &r.name, &r.key, &mut inp.secrets);
                     v
                 } else if let Some(r) = &from.workspace_output_ref {
                     parent_output(store, tenant, &r.name, &r.output)?.ok_or_else(|| {
@@ -263,6 +277,13 @@ fn provider_block(
             &field,
         )?;
         secrets.push(v.clone());
+        previous_values(
+            store,
+            tenant,
+            &c.secret_ref.name,
+            &c.secret_ref.key,
+            secrets,
+        );
         config.remove(&c.attribute);
         secret_config.push((c.attribute.clone(), v));
     }
@@ -273,6 +294,7 @@ fn provider_block(
             (None, Some(r)) => {
                 let v = secret_value(&secret(store, tenant, &r.name, &field)?, &r.key, &field)?;
                 secrets.push(v.clone());
+                previous_values(store, tenant, &r.name, &r.key, secrets);
                 v
             }
             (None, None) => continue,
