@@ -87,6 +87,44 @@ pub fn redact_plan(plan: &Value) -> Value {
 /// Nesting bound for the recursive module walks (OpenTofu's own module depth is far smaller).
 const MAX_DEPTH: usize = 256;
 
+/// Every value of `plan` that [`redact_plan`] replaced by [`SENSITIVE`] (values flagged
+/// sensitive, before and after, in changes, drift, outputs, planned values and prior state), as
+/// text: to be masked in logs, which the engine wrote before the plan JSON was read.
+pub fn sensitive_values(plan: &Value) -> Vec<String> {
+    fn walk(original: &Value, redacted: &Value, out: &mut Vec<String>) {
+        match (original, redacted) {
+            (o, Value::String(r)) if r == SENSITIVE && o != redacted => {
+                crate::plan::collect_strings(o, out);
+            }
+            (Value::Object(o), Value::Object(r)) => {
+                for (k, v) in o {
+                    if let Some(rv) = r.get(k) {
+                        walk(v, rv, out);
+                    }
+                }
+            }
+            (Value::Array(o), Value::Array(r)) => {
+                for (v, rv) in o.iter().zip(r) {
+                    walk(v, rv, out);
+                }
+            }
+            _ => {}
+        }
+    }
+    let redacted = redact_plan(plan);
+    let mut out = Vec::new();
+    if let (Value::Object(o), Value::Object(r)) = (plan, &redacted) {
+        for (k, v) in o.iter().filter(|(k, _)| k.as_str() != "variables") {
+            if let Some(rv) = r.get(k) {
+                walk(v, rv, &mut out);
+            }
+        }
+    }
+    out.sort();
+    out.dedup();
+    out
+}
+
 fn array_mut<'a>(
     obj: &'a mut Map<String, Value>,
     key: &str,
@@ -224,5 +262,31 @@ fn flags_anything(mask: &Value) -> bool {
         Value::Object(m) => m.values().any(flags_anything),
         Value::Array(a) => a.iter().any(flags_anything),
         _ => false,
+    }
+}
+
+#[cfg(test)]
+mod sensitive_values_tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn values_flagged_sensitive_before_and_after_are_collected() {
+        let plan = json!({
+            "variables": {"plain": {"value": "not-secret-var"}},
+            "resource_changes": [{"address": "x", "change": {
+                "actions": ["update"],
+                "before": {"tok": "OLD-canary-1111", "name": "visible", "nested": {"k": "old-deep"}},
+                "after": {"tok": "NEW-canary-2222", "name": "visible", "nested": {"k": "new-deep"}},
+                "before_sensitive": {"tok": true, "nested": true},
+                "after_sensitive": {"tok": true, "nested": {"k": true}}
+            }}]
+        });
+        let got = sensitive_values(&plan);
+        for want in ["OLD-canary-1111", "NEW-canary-2222", "old-deep", "new-deep"] {
+            assert!(got.contains(&want.to_string()), "{want}: {got:?}");
+        }
+        assert!(!got.contains(&"visible".to_string()), "{got:?}");
+        assert!(!got.contains(&"not-secret-var".to_string()), "{got:?}");
     }
 }

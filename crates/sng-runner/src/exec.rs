@@ -66,6 +66,13 @@ impl RunLog {
         &self.masker
     }
 
+    /// Mask these values too from now on.
+    pub fn mask_also(&mut self, values: &[String]) {
+        for v in values {
+            self.masker.add(v);
+        }
+    }
+
     /// Flush to disk.
     pub async fn flush(&mut self) {
         let _ = self.file.flush().await;

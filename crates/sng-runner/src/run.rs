@@ -583,6 +583,11 @@ async fn run_in(
         Err(_) => return RunResult::Failed("show -json printed something that is not JSON".into()),
     };
     let redacted = sng_core::redact::redact_plan(&plan_json);
+    // Values the plan flags sensitive (before and after): masked from now on, and in what the
+    // engine already wrote (at the end of the run).
+    let flagged = sng_core::redact::sensitive_values(&plan_json);
+    log.mask_also(&flagged);
+    out.sensitive.extend(flagged);
     let masked = |v: Vec<Value>| -> Vec<Value> {
         v.into_iter()
             .map(|x| {
@@ -661,7 +666,7 @@ async fn run_in(
     if let Some(read) = &input.outputs_source {
         // The state the engine just wrote holds the outputs: no fifth engine process.
         let outputs = read().unwrap_or_else(|| Value::Object(Map::new()));
-        out.sensitive = sensitive_output_values(&outputs);
+        out.sensitive.extend(sensitive_output_values(&outputs));
         out.outputs = Some(outputs);
         return RunResult::Succeeded;
     }
@@ -678,7 +683,7 @@ async fn run_in(
                 .get("outputs")
                 .cloned()
                 .unwrap_or_else(|| Value::Object(Map::new()));
-            out.sensitive = sensitive_output_values(&outputs);
+            out.sensitive.extend(sensitive_output_values(&outputs));
             out.outputs = Some(outputs);
             out.state_serial = state.get("serial").and_then(Value::as_i64);
             RunResult::Succeeded
