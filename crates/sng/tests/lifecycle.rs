@@ -391,7 +391,10 @@ fn a_restart_with_ready_workspaces_starts_no_run_and_kill_9_is_recovered() {
         .into_iter()
         .find(|r| r["phase"] == "Interrupted")
         .expect("the cut run is recorded");
-    assert!(cut["message"].as_str().unwrap().contains("server stop"));
+    assert!(cut["message"]
+        .as_str()
+        .unwrap()
+        .contains("the server was killed during the run"));
     let ws = server.until("slow", "Ready after the restart", ready);
     assert_eq!(ws["status"]["lastApply"]["result"], "Succeeded");
     assert!(server.state("slow")["lock"].is_null());

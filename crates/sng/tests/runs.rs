@@ -495,7 +495,10 @@ fn a_server_stop_during_an_apply_records_interrupted_and_releases_the_lock() {
     let first = runs["items"].as_array().unwrap().last().unwrap().clone();
     assert_eq!(first["phase"], "Interrupted", "{first}");
     assert!(
-        first["message"].as_str().unwrap().contains("interrupt"),
+        first["message"]
+            .as_str()
+            .unwrap()
+            .contains("the server stopped (SIGTERM) during"),
         "{first}"
     );
     let lock = server.state("slow")["lock"].clone();
