@@ -314,3 +314,57 @@ async fn an_identical_directory_reuses_init_and_falls_back_when_it_does_not_fit(
     assert_eq!(fourth.result, RunResult::Succeeded, "{:?}", fourth.result);
     assert_eq!(names(&fourth), ["init-reused", "plan", "show"]);
 }
+
+/// Issue 12 item 4: an action the platform does not know is never applied without approval.
+/// The engine is wrapped so that `show -json` reports `archive` where the real plan creates.
+#[tokio::test]
+async fn an_unknown_action_is_not_applied_without_approval() {
+    let Some(real) = engine() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let real_path = std::fs::canonicalize(&real.path).unwrap();
+    let fake_root = dir.path().join("fake");
+    std::fs::create_dir_all(fake_root.join("bin")).unwrap();
+    let fake = fake_root.join("bin/tofu");
+    std::fs::write(
+        &fake,
+        format!(
+            "#!/bin/sh\nif [ \"$1\" = show ]; then\n  {r} \"$@\" | sed 's/\"actions\":\\[\"create\"\\]/\"actions\":[\"archive\"]/g'\n  exit 0\nfi\nexec {r} \"$@\"\n",
+            r = real_path.display()
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let engine = Engine {
+        path: fake,
+        version: real.version.clone(),
+    };
+    let mut cfg = config(engine, dir.path());
+    cfg.sandbox
+        .read_only
+        .push(real_path.parent().unwrap().parent().unwrap().to_path_buf());
+    let m = module(dir.path(), "resource \"terraform_data\" \"r\" {}\n");
+    let out = execute(
+        &cfg,
+        input(dir.path(), m.clone(), "run-unknown", Operation::Apply),
+        CancellationToken::new(),
+    )
+    .await;
+    let plan = out.plan.clone().expect("planned");
+    assert_eq!(plan.unknown, ["terraform_data.r: archive"], "{out:?}");
+    assert_eq!(
+        out.result,
+        RunResult::NeedsReview("terraform_data.r: archive".into())
+    );
+    assert!(
+        !out.steps.iter().any(|(s, _)| s == "apply"),
+        "not applied: {:?}",
+        out.steps
+    );
+    // approved (the hash of that plan): applied
+    let mut approved = input(dir.path(), m, "run-unknown-2", Operation::Apply);
+    approved.expected_plan_hash = Some(plan.hash);
+    let out = execute(&cfg, approved, CancellationToken::new()).await;
+    assert_eq!(out.result, RunResult::Succeeded, "{out:?}");
+    assert!(out.steps.iter().any(|(s, _)| s == "apply"));
+}
