@@ -252,18 +252,7 @@ impl Store {
 
     /// One run of a tenant.
     pub fn run_get(&self, tenant: &str, id: &str) -> Result<Option<RunRecord>> {
-        let rec: Option<String> = self
-            .conn()
-            .query_row(
-                "SELECT record FROM runs WHERE tenant = ?1 AND id = ?2",
-                params![tenant, id],
-                |r| r.get(0),
-            )
-            .optional()?;
-        rec.map(|r| {
-            serde_json::from_str(&r).map_err(|e| StoreError::Corrupt(format!("run `{id}`: {e}")))
-        })
-        .transpose()
+        run_in(&self.conn(), tenant, id)
     }
 
     /// Runs of a workspace, newest first.
