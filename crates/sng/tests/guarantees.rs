@@ -362,6 +362,7 @@ fn crashes_at_random_points_lose_nothing() {
         let ws = server.settled("grow");
         assert_ready(&ws);
         let runs = server.runs("grow");
+        cuts = 0;
         for r in runs["items"].as_array().unwrap() {
             let phase = r["phase"].as_str().unwrap_or_default();
             assert!(
