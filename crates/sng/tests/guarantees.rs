@@ -444,7 +444,7 @@ fn crashes_at_random_points_lose_nothing() {
         );
     }
     eprintln!(
-        "crash test: {iterations} kills, {cuts} runs recorded cut, {} resources",
+        "crash test: {iterations} kills, {cuts} runs recorded Interrupted, {} resources",
         known.len()
     );
 }
