@@ -60,6 +60,11 @@ pub fn workspace_state(v: &Value) -> (String, String) {
         reason_of(t)
     } else if is_true("Ready") {
         "Ready".into()
+    } else if condition(v, "Ready").is_some_and(|c| c["reason"] == "Suspended") {
+        match v.pointer("/metadata/generation").and_then(Value::as_i64) {
+            Some(g) => format!("Suspended (gen {g} pending)"),
+            None => "Suspended (changes pending)".into(),
+        }
     } else if v.pointer("/spec/suspend") == Some(&Value::Bool(true)) {
         "Suspended".into()
     } else if let Some(c) = condition(v, "Ready") {
@@ -272,6 +277,10 @@ mod tests {
             (
                 json!({"status": {"conditions": [cond("Ready", "True", ""), cond("Drifted", "True", "DriftDetected")]}}),
                 ("True", "DriftDetected"),
+            ),
+            (
+                json!({"metadata": {"generation": 3}, "spec": {"suspend": true}, "status": {"observedGeneration": 2, "conditions": [cond("Ready", "False", "Suspended")]}}),
+                ("False", "Suspended (gen 3 pending)"),
             ),
             (
                 json!({"status": {"conditions": [cond("Ready", "False", "DependencyNotReady")]}}),

@@ -46,6 +46,26 @@ pub fn observe_into_status(
         }
         _ => {}
     }
+    // A suspension whose pending changes were reverted (or applied): Ready again.
+    let f = &obs.facts;
+    let suspended_reason = st
+        .conditions
+        .iter()
+        .any(|c| c.type_ == READY && c.status == "False" && c.reason == "Suspended");
+    if suspended_reason
+        && matches!(action, Action::Idle { .. })
+        && f.applied_hash.as_deref() == Some(f.inputs_hash.as_str())
+    {
+        set(
+            &mut st,
+            READY,
+            true,
+            "Succeeded",
+            "no input changed since the last successful apply",
+            &now_s,
+            generation,
+        );
+    }
     if obs.facts.refresh.is_none() {
         st.next_run_at = None;
     }
