@@ -55,3 +55,70 @@ fn a_suspended_workspace_with_unapplied_changes_is_not_ready() {
     assert_eq!(condition(&ws, "Ready").1, "Succeeded");
     assert!(runs() > before);
 }
+
+const REPLACING: &str = "variable \"v\" {\n  type = string\n}\nresource \"terraform_data\" \"r\" {\n  triggers_replace = var.v\n}\n";
+
+#[test]
+fn on_a_production_tenant_a_replace_waits_for_the_retyped_name_even_with_auto_approval() {
+    let fx = Fixture::new();
+    fx.push_tf("acme/r", "1", REPLACING);
+    let server = fx.server(&[]);
+    ok(server.sng(&["tenant", "create", "bank", "--production"]));
+    let src = fx.source("acme/r");
+    let as_bank =
+        |args: &[&str], stdin: Option<&str>| server.sng_as(&server.token, "bank", args, stdin);
+    let ws = |v: &str| {
+        workspace_manifest(
+            "w",
+            &src,
+            "1",
+            &format!("  vars: {{v: \"{v}\"}}\n  approval: auto\n"),
+        )
+    };
+    let until = |what: &str, check: &dyn Fn(&serde_json::Value) -> bool| {
+        server.until_in("bank", "w", what, check)
+    };
+
+    // creating only: applied without a confirmation
+    ok(as_bank(&["apply", "-f", "-"], Some(&ws("1"))));
+    let first = until("the first apply", &|w| {
+        is_ready(w) && w["status"]["observedGeneration"] == 1
+    });
+    let applied_at = first["status"]["lastApply"]["at"].clone();
+
+    // a replace: the run stops awaiting an approval with the re-typed name
+    ok(as_bank(&["apply", "-f", "-"], Some(&ws("2"))));
+    let w = until("the replacing plan held", &|w| {
+        condition(w, "AwaitingApproval").0 == "True"
+            && w["status"].get("activeJob").is_none()
+            && w["status"]["lastPlan"]["destroy"] == 1
+    });
+    let (_, reason, message) = condition(&w, "AwaitingApproval");
+    assert_eq!(reason, "AwaitingApproval");
+    assert!(
+        message.contains("production")
+            && message.contains("re-typed name")
+            && message.contains("--confirm w"),
+        "{message}"
+    );
+    assert_eq!(condition(&w, "Ready").0, "False");
+    assert_eq!(w["status"]["observedGeneration"], 2);
+    assert_eq!(
+        w["status"]["lastApply"]["at"], applied_at,
+        "nothing applied"
+    );
+    let plan = w["status"]["lastPlan"]["id"].as_str().unwrap().to_string();
+
+    // approving without the name: refused; with it: applied
+    let o = as_bank(&["approve", "workspace", "w", &plan], None);
+    fails(&o, 1, "--confirm w");
+    ok(as_bank(
+        &["approve", "workspace", "w", &plan, "--confirm", "w"],
+        None,
+    ));
+    until("the replace applied", &|w| {
+        is_ready(w)
+            && w["status"]["lastApply"]["result"] == "Succeeded"
+            && w["status"]["lastApply"]["at"] != applied_at
+    });
+}
