@@ -18,6 +18,22 @@ pub fn age(created: Option<&str>, now: DateTime<Utc>) -> String {
     }
 }
 
+/// Colours on stdout: only a terminal, and only when `NO_COLOR` is unset (or empty).
+pub fn stdout_colors() -> bool {
+    std::io::IsTerminal::is_terminal(&std::io::stdout())
+        && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+}
+
+/// The line that marks work in a production tenant: `PROD`, red when `color`.
+pub fn prod_line(tenant: &str, color: bool) -> String {
+    let mark = if color {
+        "\x1b[1;31mPROD\x1b[0m"
+    } else {
+        "PROD"
+    };
+    format!("{mark} tenant `{tenant}` is production: a destroy or replace needs the workspace name re-typed\n")
+}
+
 fn str_at<'a>(v: &'a Value, path: &[&str]) -> Option<&'a str> {
     path.iter()
         .try_fold(v, |v, k| v.get(k))
@@ -239,6 +255,17 @@ pub fn render(kind: Kind, items: &[Value], wide: bool, now: DateTime<Utc>) -> St
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn prod_mark_is_red_only_when_asked() {
+        let plain = prod_line("bank", false);
+        assert!(plain.starts_with("PROD tenant `bank` is production") && !plain.contains('\x1b'));
+        let red = prod_line("bank", true);
+        assert!(
+            red.starts_with("\x1b[1;31mPROD\x1b[0m tenant `bank`"),
+            "{red:?}"
+        );
+    }
 
     #[test]
     fn ages() {

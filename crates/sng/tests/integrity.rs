@@ -79,8 +79,9 @@ fn on_a_production_tenant_a_replace_waits_for_the_retyped_name_even_with_auto_ap
         server.until_in("bank", "w", what, check)
     };
 
-    // creating only: applied without a confirmation
-    ok(as_bank(&["apply", "-f", "-"], Some(&ws("1"))));
+    // creating only: applied without a confirmation; `apply` shows the PROD mark
+    let applied = ok(as_bank(&["apply", "-f", "-"], Some(&ws("1"))));
+    assert_prod_mark(&applied, "bank");
     let first = until("the first apply", &|w| {
         is_ready(w) && w["status"]["observedGeneration"] == 1
     });
@@ -116,9 +117,41 @@ fn on_a_production_tenant_a_replace_waits_for_the_retyped_name_even_with_auto_ap
         &["approve", "workspace", "w", &plan, "--confirm", "w"],
         None,
     ));
+    // the listing, `kind get` and `explain` show the PROD mark (no colour: not a terminal)
+    for args in [
+        &["kind", "get", "workspaces"][..],
+        &["kind", "get", "workspace", "w"],
+        &["explain", "workspace", "w"],
+    ] {
+        assert_prod_mark(&ok(as_bank(args, None)), "bank");
+    }
+    // not in machine output, nor for another tenant
+    let json = ok(as_bank(
+        &["kind", "get", "workspace", "w", "-o", "json"],
+        None,
+    ));
+    assert!(
+        serde_json::from_str::<serde_json::Value>(&json).is_ok(),
+        "{json}"
+    );
+    ok(server.sng(&["tenant", "create", "lab"]));
+    server.apply_in("lab", &ws("1"));
+    let lab = ok(server.sng_as(&server.token, "lab", &["kind", "get", "workspaces"], None));
+    assert!(!lab.contains("PROD"), "{lab}");
+
     until("the replace applied", &|w| {
         is_ready(w)
             && w["status"]["lastApply"]["result"] == "Succeeded"
             && w["status"]["lastApply"]["at"] != applied_at
     });
+}
+
+/// The output starts with the tenant's PROD mark line, without ANSI codes.
+fn assert_prod_mark(text: &str, tenant: &str) {
+    let first = text.lines().next().unwrap_or_default();
+    assert!(
+        first.starts_with("PROD ") && first.contains(&format!("`{tenant}`")),
+        "{text}"
+    );
+    assert!(!text.contains('\x1b'), "{text:?}");
 }
