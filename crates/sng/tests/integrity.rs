@@ -155,3 +155,137 @@ fn assert_prod_mark(text: &str, tenant: &str) {
     );
     assert!(!text.contains('\x1b'), "{text:?}");
 }
+
+#[test]
+fn an_outputs_secret_belongs_to_exactly_one_workspace() {
+    let fx = Fixture::new();
+    fx.push_example("pet", "acme/pet", "1");
+    let server = fx.server(&[]);
+    let src = fx.source("acme/pet");
+    let secret = |name: &str, value: &str| {
+        format!("apiVersion: v1\nkind: Secret\nmetadata: {{name: {name}}}\nstringData: {{password: {value}, name: {value}}}\n")
+    };
+    let conflict = |name: &str| {
+        let ws = server.until(name, "OutputsSecretConflict", |w| {
+            condition(w, "Ready").1 == "OutputsSecretConflict"
+        });
+        assert_eq!(condition(&ws, "Ready").0, "False");
+        failed_because(&ws, "OutputsSecretConflict")
+    };
+
+    // a user secret is never overwritten: refused before any run
+    server.apply(&secret("db-creds", "CANARY-keep"));
+    server.apply(&pet("a", &src, "a", "  outputs: {secretName: db-creds}\n"));
+    let m = conflict("a");
+    assert!(
+        m.contains("`db-creds`") && m.contains("not published by"),
+        "{m}"
+    );
+    assert_eq!(secret_value(&server, "db-creds", "password"), "CANARY-keep");
+    assert_eq!(
+        server.runs("a")["items"].as_array().unwrap().len(),
+        0,
+        "nothing ran"
+    );
+
+    // another workspace's outputs secret: refused, naming its owner
+    server.apply(&pet("parent", &src, "p", ""));
+    assert_ready(&server.settled_at("parent", 1));
+    server.apply(&pet(
+        "thief",
+        &src,
+        "t",
+        "  outputs: {secretName: parent-outputs}\n",
+    ));
+    let m = conflict("thief");
+    assert!(
+        m.contains("`parent-outputs`") && m.contains("workspace `parent`"),
+        "{m}"
+    );
+    assert_eq!(
+        secret_value(&server, "parent-outputs", "name"),
+        "p-pet0-pet1"
+    );
+
+    // a user apply over an outputs secret: 409 naming its owner, nothing changed
+    let o = server.sng_as(
+        &server.token,
+        "default",
+        &["apply", "-f", "-"],
+        Some(&secret("parent-outputs", "CANARY-forged")),
+    );
+    let e = err(&o);
+    assert_eq!(o.status.code(), Some(1), "{e}");
+    assert!(
+        e.contains("workspace `parent`") && e.contains("parent-outputs"),
+        "{e}"
+    );
+    assert_eq!(
+        secret_value(&server, "parent-outputs", "name"),
+        "p-pet0-pet1"
+    );
+
+    // a child reads only what the parent itself published
+    server.apply(&secret("lone-outputs", "CANARY-foreign"));
+    server.apply(&pet("lone", &src, "l", ""));
+    conflict("lone");
+    fx.push_tf(
+        "acme/kid",
+        "1",
+        "variable \"name\" {\n  type = string\n}\nresource \"terraform_data\" \"k\" {\n  input = var.name\n}\n",
+    );
+    server.apply(&workspace_manifest(
+        "kid",
+        &fx.source("acme/kid"),
+        "1",
+        "  varsFrom:\n    - workspaceOutputRef: {name: lone, output: name}\n      default: d\n",
+    ));
+    let kid = server.until("kid", "waits", |w| {
+        condition(w, "Ready").1 == "DependencyNotReady"
+    });
+    let m = condition(&kid, "Ready").2;
+    assert!(
+        m.contains("`lone-outputs`") && m.contains("not published by"),
+        "{m}"
+    );
+    for r in server.runs("kid")["items"].as_array().unwrap() {
+        assert!(!r.to_string().contains("CANARY-foreign"), "{r}");
+    }
+
+    // deleting a workspace deletes only the secret it owns
+    for name in ["a", "thief", "kid", "lone"] {
+        ok(server.sng(&[
+            "kind",
+            "delete",
+            "workspace",
+            name,
+            "--wait",
+            "--timeout",
+            "1m",
+        ]));
+    }
+    assert_eq!(secret_value(&server, "db-creds", "password"), "CANARY-keep");
+    assert_eq!(
+        secret_value(&server, "parent-outputs", "name"),
+        "p-pet0-pet1"
+    );
+    assert_eq!(
+        secret_value(&server, "lone-outputs", "name"),
+        "CANARY-foreign"
+    );
+    ok(server.sng(&[
+        "kind",
+        "delete",
+        "workspace",
+        "parent",
+        "--wait",
+        "--timeout",
+        "1m",
+    ]));
+    let o = server.sng(&["kind", "get", "secret", "parent-outputs"]);
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "the owned secret goes with its workspace"
+    );
+}

@@ -237,8 +237,16 @@ pub fn observe(
                 format!("waiting for output `{output}` of workspace `{parent}`"),
             )),
         ),
+        Err(InputError::ParentOutputsNotOwned(m)) => {
+            (None, Some(("DependencyNotReady".to_string(), m)))
+        }
         Err(InputError::Other(m)) => (None, Some(("InputsUnavailable".to_string(), m))),
     };
+    // Checked before any run: nothing is applied into a conflict over the outputs secret.
+    let problem = problem.or_else(|| {
+        super::record::outputs_conflict(store, tenant, ws)
+            .map(|m| (super::record::OUTPUTS_SECRET_CONFLICT.to_string(), m))
+    });
     let hash = inputs
         .as_ref()
         .map(|i| inputs_hash(ws, i))

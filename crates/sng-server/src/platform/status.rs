@@ -1,7 +1,7 @@
 //! Status written by the loop from what it observed: dependencies, blocking reasons, the next
 //! periodic run. Written only when something changed, never while a run owns the status.
 
-use sng_api::conditions::READY;
+use sng_api::conditions::{FAILED, READY};
 use sng_api::workspace::Workspace;
 use sng_api::Kind;
 use sng_core::conditions::set;
@@ -38,6 +38,11 @@ pub fn observe_into_status(
             set(
                 &mut st, READY, false, &b.reason, &b.message, &now_s, generation,
             );
+            if b.reason == super::record::OUTPUTS_SECRET_CONFLICT {
+                set(
+                    &mut st, FAILED, true, &b.reason, &b.message, &now_s, generation,
+                );
+            }
         }
         Action::Idle {
             requeue_at: Some(at),

@@ -681,7 +681,9 @@ async fn run_inner(
         Ok(Err(e)) => {
             let reason = match e {
                 InputError::SecretNotFound(_) => "SecretNotFound",
-                InputError::ParentOutputMissing { .. } => "DependencyNotReady",
+                InputError::ParentOutputMissing { .. } | InputError::ParentOutputsNotOwned(_) => {
+                    "DependencyNotReady"
+                }
                 InputError::ProviderNotFound(_) => "ProviderNotFound",
                 InputError::Other(_) => "RunFailed",
             };
@@ -875,11 +877,16 @@ async fn run_inner(
             match tokio::task::spawn_blocking(move || publish_outputs(&store, &t, &w, &o)).await {
                 Ok(Ok(())) => {}
                 Ok(Err(e)) => {
+                    let conflict = super::record::outputs_conflict(&p.store, tenant, ws).is_some();
                     return fail(
                         ended,
-                        "RunFailed",
+                        if conflict {
+                            super::record::OUTPUTS_SECRET_CONFLICT
+                        } else {
+                            "RunFailed"
+                        },
                         format!("cannot publish the outputs: {e}"),
-                    )
+                    );
                 }
                 Err(e) => return fail(ended, "RunFailed", format!("internal error: {e}")),
             }
