@@ -46,6 +46,22 @@ fn a_suspended_workspace_with_unapplied_changes_is_not_ready() {
         "{list}"
     );
     assert_eq!(runs(), before, "no run while suspended");
+    let chain: serde_json::Value = serde_json::from_str(&ok(server.sng(&[
+        "explain",
+        "workspace",
+        "p",
+        "-o",
+        "json",
+    ])))
+    .unwrap();
+    assert_eq!(chain[0]["state"], "Suspended", "{chain}");
+    assert!(
+        chain[0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("generation 3"),
+        "{chain}"
+    );
 
     // resuming applies the pending change and says Ready again
     server.apply(&pet("p", &src, "b", ""));
