@@ -129,6 +129,9 @@ pub struct RunInput {
     /// Checked with the full plan JSON (`show -json`) before apply; an `Err` stops the run
     /// (`PolicyDenied`) with its message. Policies plug in here.
     pub pre_apply: Option<PreApply>,
+    /// Stop after the plan, apply nothing, when the plan destroys or replaces anything and no
+    /// approved plan is given (`RunOutput::held`): production tenants confirm such plans.
+    pub hold_destroys: bool,
     /// Where the outputs can be read after the apply without starting the engine again (the
     /// platform-held state); `None`: `state pull` (outputs and serial from the backend).
     pub outputs_source: Option<OutputsSource>,
@@ -212,6 +215,8 @@ pub struct RunOutput {
     /// Serial of the state after the apply, when read by `state pull` (backends the platform
     /// does not hold).
     pub state_serial: Option<i64>,
+    /// The run stopped after its plan for a confirmation (`RunInput::hold_destroys`).
+    pub held: bool,
 }
 
 fn args(list: &[&str]) -> Vec<String> {
@@ -294,6 +299,7 @@ pub async fn execute(cfg: &RunConfig, input: RunInput, cancel: CancellationToken
         module: None,
         lock_holder: None,
         state_serial: None,
+        held: false,
     };
     let mut log = match RunLog::open(&input.log_path, masker).await {
         Ok(l) => l,
@@ -602,6 +608,16 @@ async fn run_in(
         return RunResult::PolicyDenied(why);
     }
     if input.operation == Operation::Plan {
+        return RunResult::Succeeded;
+    }
+    if input.operation == Operation::Apply
+        && input.hold_destroys
+        && input.expected_plan_hash.is_none()
+        && out.plan.as_ref().is_some_and(|p| p.counts.destroy > 0)
+    {
+        log.line("sng: the plan destroys or replaces resources: it waits for a confirmed approval; nothing was applied")
+            .await;
+        out.held = true;
         return RunResult::Succeeded;
     }
     if let (Some(expected), Some(plan)) = (&input.expected_plan_hash, &out.plan) {

@@ -174,6 +174,22 @@ pub fn explain(
                 ),
                 depth,
             )),
+            "Suspended" => out.push(step(
+                name,
+                "Suspended",
+                &b.reason,
+                b.message.lines().next().unwrap_or_default().to_string(),
+                Some("set spec.suspend: false and sng apply".into()),
+                depth,
+            )),
+            "OutputsSecretConflict" => out.push(step(
+                name,
+                "Blocked",
+                &b.reason,
+                b.message.lines().next().unwrap_or_default().to_string(),
+                Some("choose another spec.outputs.secretName, then sng apply".into()),
+                depth,
+            )),
             "BlockedByDependents" => {
                 out.push(step(
                     name,

@@ -18,6 +18,7 @@ use sng_api::{Kind, Object};
 use sng_store::{ApplyOutcome, Principal, Role, Store, StoreError, TokenCheck};
 
 use crate::error::ApiError;
+use crate::platform::OUTPUTS_OWNER_LABEL;
 
 /// Shared state of the handlers.
 #[derive(Clone)]
@@ -529,6 +530,32 @@ async fn apply(
                 ),
             ));
         }
+    }
+    let t = tenant.clone();
+    let outputs_owned = blocking(&st, {
+        let objects = objects.clone();
+        move |s| {
+            // An outputs secret belongs to its workspace: only the platform writes it.
+            for o in &objects {
+                if let Object::Secret(secret) = o {
+                    let name = &secret.metadata.name;
+                    let owner = s
+                        .get(Kind::Secret, &t, name)?
+                        .and_then(|old| old.meta().labels.get(OUTPUTS_OWNER_LABEL).cloned())
+                        .or_else(|| secret.metadata.labels.get(OUTPUTS_OWNER_LABEL).cloned());
+                    if let Some(owner) = owner {
+                        return Ok(Some(format!(
+                            "Secret `{name}` is the outputs secret of workspace `{owner}` (label `{OUTPUTS_OWNER_LABEL}`): only the platform writes it\nhint: give your secret another name"
+                        )));
+                    }
+                }
+            }
+            Ok(None)
+        }
+    })
+    .await?;
+    if let Some(m) = outputs_owned {
+        return Err(ApiError::conflict(m));
     }
     let dry_run = req.dry_run;
     let confirm = req.confirm.clone();

@@ -23,6 +23,22 @@ fn print_value(value: &Value, output: Output) {
     }
 }
 
+/// Whether `tenant` is production (`spec.production`); false when it cannot be read.
+pub fn is_production(client: &Client, tenant: &str) -> bool {
+    client
+        .get(&format!("/tenants/{tenant}"))
+        .ok()
+        .and_then(|t| t.pointer("/spec/production").and_then(Value::as_bool))
+        .unwrap_or(false)
+}
+
+/// The PROD mark line of `tenant` on stdout, when it is production.
+pub fn print_prod_mark(client: &Client, tenant: &str) {
+    if is_production(client, tenant) {
+        print!("{}", table::prod_line(tenant, table::stdout_colors()));
+    }
+}
+
 /// Objects asked per request when listing: the CLI follows the server's cursor by itself.
 pub const LIST_CHUNK: usize = 500;
 
@@ -47,6 +63,13 @@ pub fn get(
         Some(_) => client.get(&path)?,
         None => client.list(&path, chunk_size)?,
     };
+    let table = !matches!(output, Some(Output::Yaml | Output::Json));
+    if kind == Kind::Workspace
+        && table
+        && (name.is_some() || !answer["items"].as_array().is_none_or(Vec::is_empty))
+    {
+        print_prod_mark(client, tenant);
+    }
     print_answer(kind, tenant, name, output, &answer);
     Ok(())
 }

@@ -121,13 +121,39 @@ pub(super) fn run_limits(ws: &Workspace) -> sng_runner::Limits {
     }
 }
 
+/// Condition reason of a workspace whose outputs secret belongs to someone else.
+pub const OUTPUTS_SECRET_CONFLICT: &str = "OutputsSecretConflict";
+
+/// Why the outputs secret of `ws` may not be written by it: it exists and is not owned by
+/// this workspace (the platform's owner label), naming the secret and its owner.
+pub fn outputs_conflict(store: &Store, tenant: &str, ws: &Workspace) -> Option<String> {
+    let name = ws.outputs_secret_name();
+    let secret = store.get(sng_api::Kind::Secret, tenant, &name).ok()??;
+    let owner = secret.meta().labels.get(OUTPUTS_OWNER_LABEL);
+    if owner == Some(&ws.metadata.name) {
+        return None;
+    }
+    let by = match owner {
+        Some(o) => format!("it is the outputs secret of workspace `{o}`"),
+        None => "it is a user secret".to_string(),
+    };
+    Some(format!(
+        "the outputs secret `{name}` exists and was not published by workspace `{}`: {by}; nothing is run into a conflict\nhint: choose another `spec.outputs.secretName`",
+        ws.metadata.name
+    ))
+}
+
 /// Publish the outputs secret: one key per output, JSON when the output is not a string.
+/// Refused (nothing written) when the secret belongs to someone else.
 pub(super) fn publish_outputs(
     store: &Store,
     tenant: &str,
     ws: &Workspace,
     outputs: &Value,
 ) -> Result<(), String> {
+    if let Some(m) = outputs_conflict(store, tenant, ws) {
+        return Err(m);
+    }
     let mut data = BTreeMap::new();
     for (k, o) in outputs.as_object().into_iter().flatten() {
         let v = match &o["value"] {
