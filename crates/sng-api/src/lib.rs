@@ -10,6 +10,7 @@ pub mod meta;
 pub mod object;
 pub mod provider;
 pub mod schema;
+pub mod selector;
 pub mod secret;
 mod strict;
 pub mod tenant;
