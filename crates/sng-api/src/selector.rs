@@ -167,7 +167,9 @@ fn requirement(term: &str) -> Result<Requirement, SelectorError> {
     };
     if let Some(rest) = term.strip_prefix('!') {
         if rest.contains(['=', '(', ')', ' ']) {
-            return Err(fail("`!` goes only before a key alone, as in `!team`".into()));
+            return Err(fail(
+                "`!` goes only before a key alone, as in `!team`".into(),
+            ));
         }
         return Ok(Requirement::DoesNotExist(key(rest)?));
     }
@@ -297,6 +299,9 @@ mod tests {
         let b = Selector::parse("env in (a, b),team==x").unwrap();
         assert_eq!(a.to_string(), b.to_string());
         assert_eq!(a.to_string(), "team=x,env in (a,b)");
-        assert_ne!(a.to_string(), Selector::parse("team=y").unwrap().to_string());
+        assert_ne!(
+            a.to_string(),
+            Selector::parse("team=y").unwrap().to_string()
+        );
     }
 }

@@ -31,9 +31,11 @@ pub async fn rollback(
     State(st): State<AppState>,
     caller: Caller,
     Path((tenant, name)): Path<(String, String)>,
+    params: crate::routes::Params,
     body: Result<Json<RollbackRequest>, JsonRejection>,
 ) -> Result<Json<Value>, ApiError> {
     caller.require(&tenant, Role::Operator, "rolling back a workspace")?;
+    params.only(&[])?;
     let Json(req) = body.map_err(|e| ApiError::bad_request(e.body_text()))?;
     let platform = st.platform.clone();
     let answer = blocking(&st, move |s| {

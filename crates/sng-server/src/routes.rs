@@ -14,6 +14,7 @@ use axum::routing::{get, post, put};
 use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
+use sng_api::selector::Selector;
 use sng_api::{Kind, Object};
 use sng_store::{ApplyOutcome, Principal, Role, Store, StoreError, TokenCheck};
 
@@ -170,6 +171,37 @@ impl Caller {
     }
 }
 
+/// The query parameters of a request, decoded, in order. Every route names those it takes with
+/// [`Params::only`]: another one is refused (400) rather than ignored.
+pub struct Params(pub Vec<(String, String)>);
+
+impl<S: Send + Sync> FromRequestParts<S> for Params {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, ApiError> {
+        let Query(pairs) = Query::<Vec<(String, String)>>::try_from_uri(&parts.uri)
+            .map_err(|e| ApiError::bad_request(e.body_text()))?;
+        Ok(Params(pairs))
+    }
+}
+
+impl Params {
+    /// 400 naming the first parameter not in `allowed`, and those expected.
+    pub(crate) fn only(&self, allowed: &[&str]) -> Result<(), ApiError> {
+        let Some((name, _)) = self.0.iter().find(|(k, _)| !allowed.contains(&k.as_str())) else {
+            return Ok(());
+        };
+        Err(ApiError::bad_request(if allowed.is_empty() {
+            format!("unknown query parameter `{name}`; this path takes no query parameters")
+        } else {
+            format!(
+                "unknown query parameter `{name}`; expected one of {}",
+                allowed.join(", ")
+            )
+        }))
+    }
+}
+
 /// The role that writes (applies or deletes) objects of a kind: the tenant's governance settings
 /// (policies, webhooks) need `admin`, the rest `operator`. Tenants are the platform admin's.
 fn write_role(kind: Kind) -> Role {
@@ -209,15 +241,20 @@ pub(crate) fn list_body(items: Vec<Value>) -> Value {
 /// The most objects one page of a listing may hold (`?limit=`).
 const MAX_LIST_LIMIT: usize = 1000;
 
-/// `?limit=N&continue=TOKEN` of a listing, as in the Kubernetes API. Both are optional: without
-/// `limit`, everything (from the cursor on) in one answer.
+/// `?limit=N&continue=TOKEN&labelSelector=S` of a listing, as in the Kubernetes API. All are
+/// optional: without `limit`, everything (from the cursor on) in one answer.
 #[derive(Deserialize, Default)]
 struct ListQuery {
     #[serde(default)]
     limit: Option<String>,
     #[serde(default, rename = "continue")]
     cursor: Option<String>,
+    #[serde(default, rename = "labelSelector")]
+    label_selector: Option<String>,
 }
+
+/// The query parameters of a listing.
+const LIST_PARAMS: &[&str] = &["limit", "continue", "labelSelector"];
 
 /// What a `continue` token holds: base64url (no padding) of this JSON. Opaque to clients.
 #[derive(Serialize, Deserialize)]
@@ -226,40 +263,56 @@ struct ContinueToken {
     kind: String,
     /// The tenant of the listing; '' for tenants themselves.
     tenant: String,
+    /// What else the listing is bound to: its label selector (canonical), its filters.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    selector: String,
     /// The last name of the previous page (keyset pagination on the name).
     after: String,
 }
 
-/// The page asked by a listing's query: (limit, the name to start after). A token made for
-/// another listing, or not made by us, is refused (400); a limit out of 1..=1000 too (422).
-fn page_of(
-    query: Result<Query<ListQuery>, axum::extract::rejection::QueryRejection>,
-    kind: Kind,
-    tenant: &str,
-) -> Result<(usize, Option<String>), ApiError> {
+/// The `limit` of a listing's query: absent, or an integer from 1 to 1000 (422 otherwise).
+pub(crate) fn limit_of(limit: Option<&str>) -> Result<Option<usize>, ApiError> {
+    let Some(l) = limit else { return Ok(None) };
+    l.trim()
+        .parse::<usize>()
+        .ok()
+        .filter(|n| (1..=MAX_LIST_LIMIT).contains(n))
+        .map(Some)
+        .ok_or_else(|| {
+            ApiError::invalid_field(
+                "query",
+                "limit",
+                &format!("must be an integer from 1 to {MAX_LIST_LIMIT}, not `{l}`"),
+            )
+        })
+}
+
+/// A `continue` token for the page after `after` of the listing (`kind`, `tenant`, `selector`).
+pub(crate) fn cursor_token(kind: &str, tenant: &str, selector: &str, after: String) -> String {
     use base64::Engine as _;
-    let Query(q) = query.map_err(|e| ApiError::bad_request(e.body_text()))?;
-    let limit = match q.limit.as_deref() {
-        None => usize::MAX,
-        Some(l) => l
-            .trim()
-            .parse::<usize>()
-            .ok()
-            .filter(|n| (1..=MAX_LIST_LIMIT).contains(n))
-            .ok_or_else(|| {
-                ApiError::invalid_field(
-                    "query",
-                    "limit",
-                    &format!("must be an integer from 1 to {MAX_LIST_LIMIT}, not `{l}`"),
-                )
-            })?,
+    let token = ContinueToken {
+        v: 1,
+        kind: kind.to_string(),
+        tenant: tenant.to_string(),
+        selector: selector.to_string(),
+        after,
     };
-    let Some(token) = q.cursor.filter(|c| !c.is_empty()) else {
-        return Ok((limit, None));
-    };
-    let listing = match kind {
-        Kind::Tenant => "the tenants".to_string(),
-        _ => format!("the {} of tenant `{tenant}`", kind.plural()),
+    base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .encode(serde_json::to_vec(&token).expect("json"))
+}
+
+/// Where a `continue` token says to start, if it was made for this listing (`kind`, `tenant`,
+/// `selector`, in words `listing`); 400 otherwise. No token or an empty one: the start.
+pub(crate) fn cursor_after(
+    token: Option<&str>,
+    kind: &str,
+    tenant: &str,
+    selector: &str,
+    listing: &str,
+) -> Result<Option<String>, ApiError> {
+    use base64::Engine as _;
+    let Some(token) = token.filter(|c| !c.is_empty()) else {
+        return Ok(None);
     };
     let restart = "list again without `continue` to start over";
     let token: ContinueToken = base64::engine::general_purpose::URL_SAFE_NO_PAD
@@ -272,46 +325,83 @@ fn page_of(
                 "the continue token does not belong to this listing ({listing}): it is malformed; {restart}"
             ))
         })?;
-    if token.kind != kind.as_str() || token.tenant != tenant {
+    if token.kind != kind || token.tenant != tenant {
         return Err(ApiError::bad_request(format!(
             "the continue token does not belong to this listing ({listing}): it was made for another kind or tenant; {restart}"
         )));
     }
-    Ok((limit, Some(token.after)))
+    if token.selector != selector {
+        return Err(ApiError::bad_request(format!(
+            "the continue token does not belong to this listing ({listing}): it was made for another selector or other filters; {restart}"
+        )));
+    }
+    Ok(Some(token.after))
 }
 
-/// A page of a listing: `metadata.continue` when more remain, absent on the last page.
-fn list_page_body(items: Vec<Value>, kind: Kind, tenant: &str, next: Option<String>) -> Value {
-    use base64::Engine as _;
+/// A page of a listing: `metadata.continue` when more remain (the token), absent on the last.
+pub(crate) fn page_body(items: Vec<Value>, next: Option<String>) -> Value {
     let mut body = list_body(items);
-    if let Some(after) = next {
-        let token = ContinueToken {
-            v: 1,
-            kind: kind.as_str().to_string(),
-            tenant: tenant.to_string(),
-            after,
-        };
-        let token = base64::engine::general_purpose::URL_SAFE_NO_PAD
-            .encode(serde_json::to_vec(&token).expect("json"));
+    if let Some(token) = next {
         body["metadata"] = json!({ "continue": token });
     }
     body
 }
 
-/// A page of the tenants `visible` lets through. The store is read on until the page is full and
-/// one more visible tenant is known to exist: the cursor is always the name of a tenant of the
-/// page (never a hidden one), and the last page carries none.
-fn visible_tenants_page(
+/// What a listing's query asks: (limit, the name to start after, the label selector). A token
+/// made for another listing (kind, tenant, selector), or not made by us, is refused (400); a
+/// selector that does not parse too, naming its term; a limit out of 1..=1000 (422).
+fn page_of(
+    query: Result<Query<ListQuery>, axum::extract::rejection::QueryRejection>,
+    kind: Kind,
+    tenant: &str,
+) -> Result<(usize, Option<String>, Selector), ApiError> {
+    let Query(q) = query.map_err(|e| ApiError::bad_request(e.body_text()))?;
+    let limit = limit_of(q.limit.as_deref())?.unwrap_or(usize::MAX);
+    let selector = Selector::parse(q.label_selector.as_deref().unwrap_or(""))
+        .map_err(|e| ApiError::bad_request(format!("query parameter `labelSelector`: {e}")))?;
+    let listing = match kind {
+        Kind::Tenant => "the tenants".to_string(),
+        _ => format!("the {} of tenant `{tenant}`", kind.plural()),
+    };
+    let after = cursor_after(
+        q.cursor.as_deref(),
+        kind.as_str(),
+        tenant,
+        &selector.to_string(),
+        &listing,
+    )?;
+    Ok((limit, after, selector))
+}
+
+/// A page of a listing: `metadata.continue` when more remain, absent on the last page.
+fn list_page_body(
+    items: Vec<Value>,
+    kind: Kind,
+    tenant: &str,
+    selector: &Selector,
+    next: Option<String>,
+) -> Value {
+    let token = next.map(|after| cursor_token(kind.as_str(), tenant, &selector.to_string(), after));
+    page_body(items, token)
+}
+
+/// A page of the objects `keep` lets through (visible tenants, a label selector's matches), by
+/// name. The store is read on until the page is full and one more kept object is known to
+/// exist: the cursor is always the name of an object of the page (never a left-out one), and
+/// the last page carries none.
+fn kept_page(
     s: &Store,
+    kind: Kind,
+    tenant: &str,
     limit: usize,
     mut after: Option<String>,
-    visible: impl Fn(&str) -> bool,
+    keep: impl Fn(&Object) -> bool,
 ) -> Result<(Vec<Object>, Option<String>), StoreError> {
     let chunk = limit.saturating_add(1).min(MAX_LIST_LIMIT + 1);
     let mut page = Vec::new();
     loop {
-        let (tenants, next) = s.list_page(Kind::Tenant, "", chunk, after.as_deref())?;
-        page.extend(tenants.into_iter().filter(|t| visible(&t.meta().name)));
+        let (objects, next) = s.list_page(kind, tenant, chunk, after.as_deref())?;
+        page.extend(objects.into_iter().filter(&keep));
         if page.len() > limit {
             page.truncate(limit);
             let last = page.last().map(|t| t.meta().name.clone());
@@ -340,12 +430,17 @@ struct GetQuery {
 async fn list_tenants(
     State(st): State<AppState>,
     caller: Caller,
+    params: Params,
     query: Result<Query<ListQuery>, axum::extract::rejection::QueryRejection>,
 ) -> Result<Json<Value>, ApiError> {
-    let (limit, after) = page_of(query, Kind::Tenant, "")?;
+    params.only(LIST_PARAMS)?;
+    let (limit, after, selector) = page_of(query, Kind::Tenant, "")?;
     let principal = caller.0.clone();
+    let sel = selector.clone();
     let (tenants, next) = blocking(&st, move |s| {
-        visible_tenants_page(s, limit, after, |name| principal.can_see(name))
+        kept_page(s, Kind::Tenant, "", limit, after, |t| {
+            principal.can_see(&t.meta().name) && sel.matches(&t.meta().labels)
+        })
     })
     .await?;
     let items = tenants
@@ -353,7 +448,13 @@ async fn list_tenants(
         .filter(|t| caller.0.can_see(&t.meta().name))
         .map(|t| render(t, false))
         .collect();
-    Ok(Json(list_page_body(items, Kind::Tenant, "", next)))
+    Ok(Json(list_page_body(
+        items,
+        Kind::Tenant,
+        "",
+        &selector,
+        next,
+    )))
 }
 
 #[derive(Deserialize)]
@@ -466,9 +567,11 @@ async fn apply(
     State(st): State<AppState>,
     caller: Caller,
     Path(tenant): Path<String>,
+    params: Params,
     body: Result<Json<ApplyRequest>, JsonRejection>,
 ) -> Result<Json<Value>, ApiError> {
     caller.require(&tenant, Role::Operator, "applying")?;
+    params.only(&[])?;
     let Json(req) = body.map_err(|e| ApiError::bad_request(e.body_text()))?;
     let objects = sng_api::decode_all(&req.items).map_err(|errs| ApiError::invalid(&errs))?;
     // Rego is checked by the evaluator the platform runs: a syntax error is a validation error.
@@ -608,26 +711,33 @@ async fn list(
     State(st): State<AppState>,
     caller: Caller,
     Path((tenant, kind)): Path<(String, String)>,
+    params: Params,
     query: Result<Query<ListQuery>, axum::extract::rejection::QueryRejection>,
 ) -> Result<Json<Value>, ApiError> {
     caller.scope(&tenant)?;
     let kind = kind_of(&kind)?;
     if kind == Kind::Tenant {
-        return list_tenants(State(st), caller, query).await;
+        return list_tenants(State(st), caller, params, query).await;
     }
-    let (limit, after) = page_of(query, kind, &tenant)?;
-    let t = tenant.clone();
+    params.only(LIST_PARAMS)?;
+    let (limit, after, selector) = page_of(query, kind, &tenant)?;
+    let (t, sel) = (tenant.clone(), selector.clone());
     let (objects, next) = blocking(&st, move |s| {
         if s.get(Kind::Tenant, "", &t)?.is_none() {
             return Err(StoreError::not_found("Tenant", &t));
         }
-        s.list_page(kind, &t, limit, after.as_deref())
+        if sel.is_empty() {
+            s.list_page(kind, &t, limit, after.as_deref())
+        } else {
+            kept_page(s, kind, &t, limit, after, |o| sel.matches(&o.meta().labels))
+        }
     })
     .await?;
     Ok(Json(list_page_body(
         objects.into_iter().map(|o| render(o, false)).collect(),
         kind,
         &tenant,
+        &selector,
         next,
     )))
 }
@@ -636,9 +746,11 @@ async fn get_one(
     State(st): State<AppState>,
     caller: Caller,
     Path((tenant, kind, name)): Path<(String, String, String)>,
+    params: Params,
     Query(q): Query<GetQuery>,
 ) -> Result<Json<Value>, ApiError> {
     caller.scope(&tenant)?;
+    params.only(&["reveal", "changedFrom", "timeoutSeconds"])?;
     let kind = kind_of(&kind)?;
     if kind == Kind::Tenant {
         caller.scope(&name)?;
@@ -680,9 +792,11 @@ async fn delete_one(
     State(st): State<AppState>,
     caller: Caller,
     Path((tenant, kind, name)): Path<(String, String, String)>,
+    params: Params,
     Query(dq): Query<DeleteQuery>,
 ) -> Result<Json<Value>, ApiError> {
     caller.scope(&tenant)?;
+    params.only(&["confirm"])?;
     let kind = kind_of(&kind)?;
     if kind == Kind::Tenant {
         caller.scope(&name)?;

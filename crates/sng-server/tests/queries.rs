@@ -83,7 +83,12 @@ async fn pages(api: &Api, path: &str, field: &str) -> Vec<Vec<String>> {
                 .as_array()
                 .unwrap()
                 .iter()
-                .map(|o| o.pointer(field).and_then(Value::as_str).unwrap().to_string())
+                .map(|o| {
+                    o.pointer(field)
+                        .and_then(Value::as_str)
+                        .unwrap()
+                        .to_string()
+                })
                 .collect(),
         );
         match body.pointer("/metadata/continue").and_then(Value::as_str) {
@@ -135,8 +140,10 @@ async fn label_selectors_filter_listings() {
     }
     // Tenants are listed with selectors too.
     let (code, body) = api
-        .apply(vec![json!({"apiVersion": "tofu.stackngo.io/v1alpha1", "kind": "Tenant",
-                           "metadata": {"name": "acme", "labels": {"tier": "gold"}}})])
+        .apply(vec![
+            json!({"apiVersion": "tofu.stackngo.io/v1alpha1", "kind": "Tenant",
+                           "metadata": {"name": "acme", "labels": {"tier": "gold"}}}),
+        ])
         .await;
     assert_eq!(code, StatusCode::OK, "{body}");
     assert_eq!(
@@ -144,9 +151,7 @@ async fn label_selectors_filter_listings() {
         ["acme"]
     );
     // A selector that does not parse is refused, naming the term.
-    let (code, body) = api
-        .get(&format!("{list}team%3Dx,bad+key%3D1"))
-        .await;
+    let (code, body) = api.get(&format!("{list}team%3Dx,bad+key%3D1")).await;
     assert_eq!(code, StatusCode::BAD_REQUEST, "{body}");
     let message = body["message"].as_str().unwrap();
     assert!(message.contains("`bad key=1`"), "{message}");
@@ -198,12 +203,36 @@ async fn unknown_query_parameters_are_refused_and_change_nothing() {
     );
     for (method, path, named) in [
         (Method::GET, "/api/v1/tenants?selector=a", "selector"),
-        (Method::GET, "/api/v1/tenants/default/workspaces/a?revael=true", "revael"),
-        (Method::GET, "/api/v1/tenants/default/events?correlation=c", "correlation"),
-        (Method::GET, "/api/v1/tenants/default/workspaces/a/runs?page=2", "page"),
-        (Method::GET, "/api/v1/tenants/default/runs/r1/log?from=0", "from"),
-        (Method::DELETE, "/api/v1/tenants/default/workspaces/a?confim=a", "confim"),
-        (Method::POST, "/api/v1/tenants/default/workspaces/a/cancel?force=1", "force"),
+        (
+            Method::GET,
+            "/api/v1/tenants/default/workspaces/a?revael=true",
+            "revael",
+        ),
+        (
+            Method::GET,
+            "/api/v1/tenants/default/events?correlation=c",
+            "correlation",
+        ),
+        (
+            Method::GET,
+            "/api/v1/tenants/default/workspaces/a/runs?page=2",
+            "page",
+        ),
+        (
+            Method::GET,
+            "/api/v1/tenants/default/runs/r1/log?from=0",
+            "from",
+        ),
+        (
+            Method::DELETE,
+            "/api/v1/tenants/default/workspaces/a?confim=a",
+            "confim",
+        ),
+        (
+            Method::POST,
+            "/api/v1/tenants/default/workspaces/a/cancel?force=1",
+            "force",
+        ),
     ] {
         let (code, body) = api.call(method.clone(), path, None).await;
         assert_eq!(code, StatusCode::BAD_REQUEST, "{method} {path}: {body}");
@@ -228,7 +257,11 @@ async fn unknown_query_parameters_are_refused_and_change_nothing() {
         "unknown query parameter `dryrun`; this path takes no query parameters"
     );
     let (code, _) = api.get("/api/v1/tenants/default/workspaces/new").await;
-    assert_eq!(code, StatusCode::NOT_FOUND, "a refused apply applies nothing");
+    assert_eq!(
+        code,
+        StatusCode::NOT_FOUND,
+        "a refused apply applies nothing"
+    );
 }
 
 async fn inject(api: &Api, event_type: &str, workspace: &str, run: &str, correlation: &str) {
@@ -236,8 +269,10 @@ async fn inject(api: &Api, event_type: &str, workspace: &str, run: &str, correla
         .call(
             Method::POST,
             "/api/v1/tenants/default/events",
-            Some(json!({"eventType": event_type, "workspace": workspace, "run": run,
-                        "correlationId": correlation})),
+            Some(
+                json!({"eventType": event_type, "workspace": workspace, "run": run,
+                        "correlationId": correlation}),
+            ),
         )
         .await;
     assert_eq!(code, StatusCode::CREATED, "{body}");
@@ -249,7 +284,14 @@ async fn events_are_filtered_and_paginated() {
     teams(&api).await;
     for i in 0..5 {
         inject(&api, "run.created", "a", &format!("r{i}"), &format!("c{i}")).await;
-        inject(&api, "run.completed", "b", &format!("r{i}"), &format!("c{i}")).await;
+        inject(
+            &api,
+            "run.completed",
+            "b",
+            &format!("r{i}"),
+            &format!("c{i}"),
+        )
+        .await;
     }
     let events = "/api/v1/tenants/default/events";
     let api = &api;
@@ -261,17 +303,24 @@ async fn events_are_filtered_and_paginated() {
         ["b", "a"],
         "newest first"
     );
-    assert_eq!(runs_of(format!("{events}?run=r1&workspace=a")).await, ["r1"]);
+    assert_eq!(
+        runs_of(format!("{events}?run=r1&workspace=a")).await,
+        ["r1"]
+    );
     assert_eq!(
         runs_of(format!("{events}?type=run.completed")).await,
         ["r4", "r3", "r2", "r1", "r0"]
     );
     assert_eq!(
-        runs_of(format!("{events}?since=2999-01-01T00:00:00Z")).await.len(),
+        runs_of(format!("{events}?since=2999-01-01T00:00:00Z"))
+            .await
+            .len(),
         0
     );
     assert_eq!(
-        runs_of(format!("{events}?since=2000-01-01T00:00:00Z")).await.len(),
+        runs_of(format!("{events}?since=2000-01-01T00:00:00Z"))
+            .await
+            .len(),
         10
     );
     // Pages of a filtered listing, newest first, none skipped nor repeated.

@@ -21,6 +21,18 @@ pub struct EventsArgs {
     /// Only the events of this workspace.
     #[arg(long)]
     pub workspace: Option<String>,
+    /// Only the events of this run (its id).
+    #[arg(long)]
+    pub run: Option<String>,
+    /// Only the events of this correlation id (a run's, carried through its log and webhooks).
+    #[arg(long)]
+    pub correlation_id: Option<String>,
+    /// Only the events of this type (`run.completed`, …).
+    #[arg(long = "type")]
+    pub event_type: Option<String>,
+    /// Only the events since this time: RFC 3339, or a duration back from now (`30m`, `2h`, `7d`).
+    #[arg(long)]
+    pub since: Option<String>,
     /// At most this many events (the newest).
     #[arg(long, default_value_t = 100)]
     pub limit: usize,
@@ -55,8 +67,16 @@ pub fn run(g: &Global, command: EventsCommand) -> Result<(), CliError> {
     match command {
         EventsCommand::Events(args) => {
             let mut path = format!("/tenants/{tenant}/events?limit={}", args.limit);
-            if let Some(ws) = &args.workspace {
-                path.push_str(&format!("&workspace={}", encode(ws)));
+            for (name, value) in [
+                ("workspace", &args.workspace),
+                ("run", &args.run),
+                ("correlationId", &args.correlation_id),
+                ("type", &args.event_type),
+                ("since", &args.since),
+            ] {
+                if let Some(v) = value {
+                    path.push_str(&format!("&{name}={}", encode(v)));
+                }
             }
             let answer = client.get(&path)?;
             print_items(&answer, args.output, events_table)
