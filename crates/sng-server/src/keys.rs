@@ -32,7 +32,25 @@ pub(crate) async fn rotate_tenant_key(
             "rotating a tenant's key needs the platform admin token",
         ));
     }
-    let r = blocking(&st, move |s| s.rotate_tenant_key(&tenant)).await?;
+    let who = caller.0.clone();
+    let r = blocking(&st, move |s| {
+        let r = s.rotate_tenant_key(&tenant)?;
+        crate::audit::record(
+            s,
+            crate::audit::Write {
+                who: &who,
+                tenant: &tenant,
+                action: "key.rotate",
+                kind: "TenantKey",
+                name: &tenant,
+                outcome: "rotated",
+                generation: Some(r.key_version),
+                detail: None,
+            },
+        )?;
+        Ok(r)
+    })
+    .await?;
     tracing::info!(tenant = %r.tenant, version = r.key_version, secrets = r.secrets,
         state_versions = r.state_versions, "rotated the data key of a tenant");
     Ok(Json(json!({

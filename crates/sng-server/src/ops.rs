@@ -205,8 +205,23 @@ pub(crate) async fn approve(
         .as_ref()
         .is_some_and(|p| p.cancelling(&tenant, &name));
     let (n, plan, by) = (name.clone(), req.plan_id.clone(), who.clone());
+    let principal = caller.0.clone();
     let decision = blocking(&st, move |s| {
         let d = s.approve(&tenant, &n, &plan, &by, cancelling)?;
+        let outcome = match &d.verdict {
+            Verdict::Refuse(_) => "refused",
+            Verdict::Unchanged => "unchanged",
+            _ => "approved",
+        };
+        crate::audit::workspace_write(
+            s,
+            &principal,
+            &tenant,
+            &n,
+            "approve",
+            outcome,
+            Some(format!("plan {plan}")),
+        )?;
         if let Verdict::Refuse(r) = &d.verdict {
             crate::platform::decisions::approval_refused(
                 s,
@@ -263,7 +278,9 @@ pub(crate) async fn cancel_run(
     // The cancel wins over an approval of the run (it is interrupted): recorded in the run.
     let who = format!("token:{}", caller.0.token_id);
     let n = name.clone();
+    let principal = caller.0.clone();
     let run = blocking(&st, move |s| {
+        crate::audit::workspace_write(s, &principal, &tenant, &n, "cancel", "cancelled", None)?;
         let Some(Object::Workspace(ws)) = s.get(Kind::Workspace, &tenant, &n)? else {
             return Ok(None);
         };
@@ -296,6 +313,7 @@ pub(crate) async fn refresh_now(
     caller.require(&tenant, Role::Operator, "refreshing a workspace")?;
     params.only(&[])?;
     let n = name.clone();
+    let principal = caller.0.clone();
     blocking(&st, move |s| {
         let Some(Object::Workspace(ws)) = s.get(Kind::Workspace, &tenant, &n)? else {
             return Err(StoreError::not_found("Workspace", &n));
@@ -314,6 +332,7 @@ pub(crate) async fn refresh_now(
             None,
             &serde_json::to_value(&status).expect("json"),
         )?;
+        crate::audit::workspace_write(s, &principal, &tenant, &n, "refresh", "due now", None)?;
         Ok(())
     })
     .await?;

@@ -96,6 +96,7 @@ pub fn router(state: AppState) -> Router {
         .merge(crate::state::state_routes())
         .merge(crate::events::routes())
         .merge(crate::tokens::routes())
+        .merge(crate::audit::routes())
         .fallback(|| async { ApiError::not_found("no such API path") })
         .with_state(state)
 }
@@ -676,8 +677,32 @@ async fn apply(
     } else {
         None
     };
+    let who = caller.0.clone();
     let applied = blocking(&st, move |s| {
         let applied = s.apply(&tenant, objects, dry_run)?;
+        for a in applied
+            .iter()
+            .filter(|a| !dry_run && a.outcome != ApplyOutcome::Unchanged)
+        {
+            let kind = a.object.kind();
+            crate::audit::record(
+                s,
+                crate::audit::Write {
+                    who: &who,
+                    tenant: if kind == Kind::Tenant {
+                        &a.object.meta().name
+                    } else {
+                        &tenant
+                    },
+                    action: "apply",
+                    kind: kind.as_str(),
+                    name: &a.object.meta().name,
+                    outcome: outcome_word(a.outcome),
+                    generation: a.object.meta().generation,
+                    detail: None,
+                },
+            )?;
+        }
         // A new generation won over the plan awaiting approval (in the apply's transaction).
         for a in applied.iter().filter(|_| !dry_run) {
             if let Some(sup) = &a.superseded {
@@ -705,6 +730,15 @@ async fn apply(
         answer["wouldRun"] = json!(would);
     }
     Ok(Json(answer))
+}
+
+/// An apply's outcome in the audit trail.
+fn outcome_word(outcome: ApplyOutcome) -> &'static str {
+    match outcome {
+        ApplyOutcome::Created => "created",
+        ApplyOutcome::Configured => "configured",
+        ApplyOutcome::Unchanged => "unchanged",
+    }
 }
 
 async fn list(
@@ -820,14 +854,31 @@ async fn delete_one(
             ));
         }
         let platform = st.platform.clone();
+        let who = caller.0.clone();
         let obj = blocking(&st, move |s| {
             let Some(Object::Workspace(ws)) = s.get(Kind::Workspace, &tenant, &name)? else {
                 return Err(StoreError::not_found("Workspace", &name));
+            };
+            let deleted = |s: &Store, outcome: &str| {
+                crate::audit::record(
+                    s,
+                    crate::audit::Write {
+                        who: &who,
+                        tenant: &tenant,
+                        action: "delete",
+                        kind: "Workspace",
+                        name: &name,
+                        outcome,
+                        generation: ws.metadata.generation,
+                        detail: None,
+                    },
+                )
             };
             if ws.spec.deletion_policy == Some(sng_api::workspace::DeletionPolicy::Destroy) {
                 // The infrastructure is destroyed first (children before parents); the object goes
                 // after. From now on an approval is refused; one given before is superseded.
                 let (obj, superseded) = s.mark_workspace_deleting(&tenant, &name)?;
+                deleted(s, "deleting")?;
                 if let Some(sup) = &superseded {
                     crate::platform::decisions::superseded(s, &tenant, &name, sup);
                 }
@@ -844,18 +895,38 @@ async fn delete_one(
                 .is_some_and(|p| p.cancel(&tenant, &name, true));
             if running || s.state_lock_info(&tenant, &name)?.is_some() {
                 let obj = s.mark_deleting(Kind::Workspace, &tenant, &name)?;
+                deleted(s, "deleting")?;
                 if let Some(p) = &platform {
                     p.wake.notify_one();
                 }
                 return Ok(obj);
             }
             crate::platform::finalize(s, &tenant, &ws)?;
+            deleted(s, "deleted")?;
             Ok(Object::Workspace(ws))
         })
         .await?;
         return Ok(Json(render(obj, false)));
     }
-    let obj = blocking(&st, move |s| s.delete(kind, &tenant, &name)).await?;
+    let who = caller.0.clone();
+    let obj = blocking(&st, move |s| {
+        let obj = s.delete(kind, &tenant, &name)?;
+        crate::audit::record(
+            s,
+            crate::audit::Write {
+                who: &who,
+                tenant: if kind == Kind::Tenant { &name } else { &tenant },
+                action: "delete",
+                kind: kind.as_str(),
+                name: &name,
+                outcome: "deleted",
+                generation: obj.meta().generation,
+                detail: None,
+            },
+        )?;
+        Ok(obj)
+    })
+    .await?;
     Ok(Json(render(obj, false)))
 }
 

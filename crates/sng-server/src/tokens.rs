@@ -102,9 +102,24 @@ async fn create_token(
             &format!("must be at most {MAX_DESCRIPTION} characters"),
         ));
     }
+    let who = caller.0.clone();
     let (info, token) = blocking(&st, move |s| {
         tenant_exists(s, &tenant)?;
-        s.create_token_expiring(Some(&tenant), role, &description, ttl)
+        let (info, token) = s.create_token_expiring(Some(&tenant), role, &description, ttl)?;
+        crate::audit::record(
+            s,
+            crate::audit::Write {
+                who: &who,
+                tenant: &tenant,
+                action: "token.create",
+                kind: "Token",
+                name: &info.id,
+                outcome: "created",
+                generation: None,
+                detail: Some(format!("role {role}, described `{}`", info.description)),
+            },
+        )?;
+        Ok((info, token))
     })
     .await
     .map_err(|e| match e.reason {
@@ -152,6 +167,24 @@ async fn revoke_token(
     Path((tenant, id)): Path<(String, String)>,
 ) -> Result<Json<Value>, ApiError> {
     caller.require(&tenant, Role::Admin, "revoking a token")?;
-    let info = blocking(&st, move |s| s.revoke_token(Some(&tenant), &id)).await?;
+    let who = caller.0.clone();
+    let info = blocking(&st, move |s| {
+        let info = s.revoke_token(Some(&tenant), &id)?;
+        crate::audit::record(
+            s,
+            crate::audit::Write {
+                who: &who,
+                tenant: &tenant,
+                action: "token.revoke",
+                kind: "Token",
+                name: &info.id,
+                outcome: "revoked",
+                generation: None,
+                detail: None,
+            },
+        )?;
+        Ok(info)
+    })
+    .await?;
     Ok(Json(info_value(&info)))
 }

@@ -4,6 +4,7 @@
 #![forbid(unsafe_code)]
 
 mod approvals;
+mod audit;
 mod crypto;
 mod error;
 mod events;
@@ -20,6 +21,7 @@ use std::sync::{Mutex, MutexGuard, RwLock};
 use rusqlite::Connection;
 
 pub use approvals::{ApprovalDecision, Cause, RunRef, Superseded};
+pub use audit::AuditEntry;
 pub use crypto::Cipher;
 pub use error::StoreError;
 pub use events::{

@@ -14,6 +14,19 @@ pub enum EventsCommand {
     Events(EventsArgs),
     /// List webhook deliveries that gave up (dead letters), or replay one.
     Deadletters(DeadlettersArgs),
+    /// The audit trail of the tenant, newest first: every write, who made it (token id and
+    /// description), when, the generation it produced. Kept after a workspace is deleted.
+    Audit(AuditArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct AuditArgs {
+    /// Only the writes of this workspace.
+    #[arg(long)]
+    pub workspace: Option<String>,
+    /// Output format.
+    #[arg(short, long, value_enum)]
+    pub output: Option<Output>,
 }
 
 #[derive(Args, Debug)]
@@ -80,6 +93,15 @@ pub fn run(g: &Global, command: EventsCommand) -> Result<(), CliError> {
             }
             let answer = client.get(&path)?;
             print_items(&answer, args.output, events_table)
+        }
+        EventsCommand::Audit(args) => {
+            let params: Vec<(&str, String)> = args
+                .workspace
+                .iter()
+                .map(|w| ("workspace", w.clone()))
+                .collect();
+            let answer = client.list(&format!("/tenants/{tenant}/audit"), 500, &params)?;
+            print_items(&answer, args.output, audit_table)
         }
         EventsCommand::Deadletters(DeadlettersArgs {
             command: Some(DeadlettersCommand::Replay { id }),
@@ -159,6 +181,23 @@ fn events_table(items: &[Value]) -> Vec<Vec<String>> {
             s(e, "/run"),
             s(e, "/correlationId"),
             s(e, "/externalId"),
+        ]
+    }));
+    rows
+}
+
+fn audit_table(items: &[Value]) -> Vec<Vec<String>> {
+    let mut rows = vec![["AT", "ACTION", "OBJECT", "OUTCOME", "GEN", "BY"]
+        .map(String::from)
+        .to_vec()];
+    rows.extend(items.iter().map(|e| {
+        vec![
+            s(e, "/at"),
+            s(e, "/action"),
+            format!("{}/{}", s(e, "/kind").to_ascii_lowercase(), s(e, "/name")),
+            s(e, "/outcome"),
+            s(e, "/generation"),
+            format!("{} ({})", s(e, "/tokenDescription"), s(e, "/tokenId")),
         ]
     }));
     rows
