@@ -22,8 +22,10 @@ use crate::{io_err, ServerError};
 pub(crate) async fn rotate_tenant_key(
     State(st): State<AppState>,
     caller: Caller,
+    params: crate::routes::Params,
     UrlPath(tenant): UrlPath<String>,
 ) -> Result<Json<Value>, ApiError> {
+    params.only(&[])?;
     if !caller.0.can_see(&tenant) {
         return Err(ApiError::not_found(format!("Tenant `{tenant}` not found")));
     }

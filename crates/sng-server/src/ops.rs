@@ -151,8 +151,10 @@ pub(crate) async fn get_log(
 pub(crate) async fn state_versions(
     State(st): State<AppState>,
     caller: Caller,
+    params: crate::routes::Params,
     Path((tenant, name)): Path<(String, String)>,
 ) -> Result<Json<Value>, ApiError> {
+    params.only(&[])?;
     caller.scope(&tenant)?;
     let (versions, lock) = blocking(&st, move |s| {
         Ok((
@@ -384,7 +386,9 @@ pub(crate) async fn speculative_plan(
 pub(crate) async fn stats(
     State(st): State<AppState>,
     caller: Caller,
+    params: crate::routes::Params,
 ) -> Result<Json<Value>, ApiError> {
+    params.only(&[])?;
     caller.platform_admin("reading the platform's counters")?;
     use std::sync::atomic::Ordering::Relaxed;
     Ok(Json(match &st.platform {

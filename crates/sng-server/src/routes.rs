@@ -480,8 +480,10 @@ pub struct TenantCreated {
 async fn create_tenant(
     State(st): State<AppState>,
     caller: Caller,
+    params: crate::routes::Params,
     body: Result<Json<CreateTenant>, JsonRejection>,
 ) -> Result<(StatusCode, Json<TenantCreated>), ApiError> {
+    params.only(&[])?;
     caller.platform_admin("creating a tenant")?;
     let Json(req) = body.map_err(|e| ApiError::bad_request(e.body_text()))?;
     let doc = json!({"apiVersion": sng_api::GROUP_VERSION, "kind": "Tenant", "metadata": {"name": req.name},
@@ -519,8 +521,10 @@ async fn create_tenant(
 async fn get_tenant(
     State(st): State<AppState>,
     caller: Caller,
+    params: crate::routes::Params,
     Path(tenant): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
+    params.only(&[])?;
     caller.scope(&tenant)?;
     let name = tenant.clone();
     let obj = blocking(&st, move |s| s.get(Kind::Tenant, "", &name))
@@ -532,8 +536,10 @@ async fn get_tenant(
 async fn delete_tenant(
     State(st): State<AppState>,
     caller: Caller,
+    params: crate::routes::Params,
     Path(tenant): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
+    params.only(&[])?;
     caller.scope(&tenant)?;
     caller.platform_admin("deleting a tenant")?;
     let obj = blocking(&st, move |s| s.delete(Kind::Tenant, "", &tenant)).await?;

@@ -65,9 +65,11 @@ fn info_value(info: &TokenInfo) -> Value {
 async fn create_token(
     State(st): State<AppState>,
     caller: Caller,
+    params: crate::routes::Params,
     Path(tenant): Path<String>,
     body: Result<Json<CreateToken>, JsonRejection>,
 ) -> Result<(StatusCode, Json<TokenCreated>), ApiError> {
+    params.only(&[])?;
     caller.require(&tenant, Role::Admin, "creating a token")?;
     let Json(req) = body.map_err(|e| ApiError::bad_request(e.body_text()))?;
     let role = Role::parse(&req.role).ok_or_else(|| {
@@ -133,8 +135,10 @@ async fn create_token(
 async fn list_tokens(
     State(st): State<AppState>,
     caller: Caller,
+    params: crate::routes::Params,
     Path(tenant): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
+    params.only(&[])?;
     caller.require(&tenant, Role::Admin, "listing tokens")?;
     let tokens = blocking(&st, move |s| {
         tenant_exists(s, &tenant)?;
@@ -151,8 +155,10 @@ async fn list_tokens(
 async fn get_token(
     State(st): State<AppState>,
     caller: Caller,
+    params: crate::routes::Params,
     Path((tenant, id)): Path<(String, String)>,
 ) -> Result<Json<Value>, ApiError> {
+    params.only(&[])?;
     caller.require(&tenant, Role::Admin, "reading a token")?;
     let i = id.clone();
     let info = blocking(&st, move |s| s.get_token(Some(&tenant), &i))
@@ -164,8 +170,10 @@ async fn get_token(
 async fn revoke_token(
     State(st): State<AppState>,
     caller: Caller,
+    params: crate::routes::Params,
     Path((tenant, id)): Path<(String, String)>,
 ) -> Result<Json<Value>, ApiError> {
+    params.only(&[])?;
     caller.require(&tenant, Role::Admin, "revoking a token")?;
     let who = caller.0.clone();
     let info = blocking(&st, move |s| {

@@ -233,6 +233,22 @@ async fn unknown_query_parameters_are_refused_and_change_nothing() {
             "/api/v1/tenants/default/workspaces/a/cancel?force=1",
             "force",
         ),
+        (Method::GET, "/api/v1/tenants/default/tokens?all=1", "all"),
+        (
+            Method::GET,
+            "/api/v1/tenants/default/workspaces/a/explain?why=1",
+            "why",
+        ),
+        (
+            Method::GET,
+            "/api/v1/tenants/default/deadletters?limit=1",
+            "limit",
+        ),
+        (
+            Method::POST,
+            "/api/v1/tenants/default/rotate-key?now=1",
+            "now",
+        ),
     ] {
         let (code, body) = api.call(method.clone(), path, None).await;
         assert_eq!(code, StatusCode::BAD_REQUEST, "{method} {path}: {body}");

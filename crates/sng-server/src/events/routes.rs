@@ -213,9 +213,11 @@ struct InjectRequest {
 async fn inject_event(
     State(st): State<AppState>,
     caller: Caller,
+    params: crate::routes::Params,
     Path(tenant): Path<String>,
     body: Result<Json<InjectRequest>, JsonRejection>,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
+    params.only(&[])?;
     scope(&caller, &tenant)?;
     if !caller.0.is_platform_admin() {
         return Err(ApiError::forbidden(
@@ -265,8 +267,10 @@ async fn inject_event(
 async fn list_dead_letters(
     State(st): State<AppState>,
     caller: Caller,
+    params: crate::routes::Params,
     Path(tenant): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
+    params.only(&[])?;
     scope(&caller, &tenant)?;
     let letters = blocking(&st, move |s| {
         tenant_exists(s, &tenant)?;
@@ -285,8 +289,10 @@ async fn list_dead_letters(
 async fn replay(
     State(st): State<AppState>,
     caller: Caller,
+    params: crate::routes::Params,
     Path((tenant, id)): Path<(String, String)>,
 ) -> Result<Json<Value>, ApiError> {
+    params.only(&[])?;
     caller.require(&tenant, Role::Operator, "replaying a dead letter")?;
     let letter = blocking(&st, move |s| {
         tenant_exists(s, &tenant)?;
