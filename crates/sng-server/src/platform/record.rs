@@ -97,7 +97,12 @@ pub(super) fn cause(
                 None => format!("workspace created (generation {generation})"),
             }
         }
-        Trigger::InputsChanged => format!("inputs changed (generation {generation})"),
+        Trigger::InputsChanged => {
+            match crate::audit::author(store, tenant, &ws.metadata.name, generation) {
+                Some(by) => format!("inputs changed (generation {generation}, {by})"),
+                None => format!("inputs changed (generation {generation})"),
+            }
+        }
         Trigger::Refresh => format!(
             "refresh every {}",
             ws.spec
