@@ -490,6 +490,7 @@ async fn create_tenant(
                      "spec": {"production": req.production, "displayName": req.display_name}});
     let tenant = sng_api::decode(&doc, 1).map_err(|e| ApiError::invalid(&[e]))?;
     let name = req.name.clone();
+    let who = caller.0.clone();
     let (obj, token) = blocking(&st, move |s| {
         if s.get(Kind::Tenant, "", &name)?.is_some() {
             return Err(StoreError::Conflict(format!(
@@ -497,11 +498,29 @@ async fn create_tenant(
             )));
         }
         let obj = s.apply("", vec![tenant], false)?.remove(0).object;
-        let (_, token) = s.create_token(
+        let (info, token) = s.create_token(
             Some(&name),
             Role::Admin,
             "tenant admin (created with the tenant)",
         )?;
+        for (action, kind, object, generation) in [
+            ("apply", "Tenant", name.as_str(), obj.meta().generation),
+            ("token.create", "Token", info.id.as_str(), None),
+        ] {
+            crate::audit::record(
+                s,
+                crate::audit::Write {
+                    who: &who,
+                    tenant: &name,
+                    action,
+                    kind,
+                    name: object,
+                    outcome: "created",
+                    generation,
+                    detail: None,
+                },
+            )?;
+        }
         Ok((obj, token))
     })
     .await
@@ -542,7 +561,25 @@ async fn delete_tenant(
     params.only(&[])?;
     caller.scope(&tenant)?;
     caller.platform_admin("deleting a tenant")?;
-    let obj = blocking(&st, move |s| s.delete(Kind::Tenant, "", &tenant)).await?;
+    let who = caller.0.clone();
+    let obj = blocking(&st, move |s| {
+        let obj = s.delete(Kind::Tenant, "", &tenant)?;
+        crate::audit::record(
+            s,
+            crate::audit::Write {
+                who: &who,
+                tenant: &tenant,
+                action: "delete",
+                kind: "Tenant",
+                name: &tenant,
+                outcome: "deleted",
+                generation: obj.meta().generation,
+                detail: None,
+            },
+        )?;
+        Ok(obj)
+    })
+    .await?;
     Ok(Json(render(obj, false)))
 }
 

@@ -210,3 +210,27 @@ async fn revocations_and_refused_writes() {
     assert_eq!(actions, ["token.revoke", "token.create"], "{all}");
     assert_eq!(all["items"][0]["name"], json!(id));
 }
+
+#[tokio::test]
+async fn tenant_creation_is_audited_in_the_new_tenant() {
+    let api = Api::new();
+    let (code, body) = api
+        .call(
+            Method::POST,
+            "/api/v1/tenants",
+            Some(json!({"name": "acme"})),
+        )
+        .await;
+    assert_eq!(code, StatusCode::CREATED, "{body}");
+    let secret = body["token"].as_str().unwrap().to_string();
+    let (_, all) = api.get("/api/v1/tenants/acme/audit").await;
+    let actions: Vec<&str> = all["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["action"].as_str().unwrap())
+        .collect();
+    assert_eq!(actions, ["token.create", "apply"], "{all}");
+    assert_eq!(all["items"][1]["tokenDescription"], "test");
+    assert!(!all.to_string().contains(&secret), "no token value");
+}
