@@ -255,8 +255,10 @@ pub fn explain(
 pub async fn explain_route(
     State(st): State<AppState>,
     caller: Caller,
+    params: crate::routes::Params,
     Path((tenant, name)): Path<(String, String)>,
 ) -> Result<Json<Value>, ApiError> {
+    params.only(&[])?;
     caller.require(&tenant, Role::Viewer, "reading a workspace")?;
     let steps = blocking(&st, move |s| {
         let snap = Snapshot::load(s, &tenant)?;

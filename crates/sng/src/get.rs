@@ -42,7 +42,15 @@ pub fn print_prod_mark(client: &Client, tenant: &str) {
 /// Objects asked per request when listing: the CLI follows the server's cursor by itself.
 pub const LIST_CHUNK: usize = 500;
 
-/// One object, or every object of a kind (page by page, `chunk_size` a page; 0: in one request).
+/// The query parameters of a listing with a label selector (`-l`), if any.
+pub fn selector_params(selector: Option<&str>) -> Vec<(&'static str, String)> {
+    selector
+        .map(|s| vec![("labelSelector", s.to_string())])
+        .unwrap_or_default()
+}
+
+/// One object, or every object of a kind (page by page, `chunk_size` a page; 0: in one request),
+/// those `selector` matches only.
 pub fn get(
     client: &Client,
     tenant: &str,
@@ -50,7 +58,13 @@ pub fn get(
     name: Option<&str>,
     output: Option<Output>,
     chunk_size: usize,
+    selector: Option<&str>,
 ) -> Result<(), CliError> {
+    if name.is_some() && selector.is_some() {
+        return Err(CliError::Usage(
+            "a label selector (`-l`) selects among a listing; give no NAME with it".into(),
+        ));
+    }
     // Secret values are shown only when one secret is asked by name in yaml or json.
     let reveal = kind == Kind::Secret
         && name.is_some()
@@ -61,7 +75,7 @@ pub fn get(
     }
     let answer = match name {
         Some(_) => client.get(&path)?,
-        None => client.list(&path, chunk_size)?,
+        None => client.list(&path, chunk_size, &selector_params(selector))?,
     };
     let table = !matches!(output, Some(Output::Yaml | Output::Json));
     if kind == Kind::Workspace

@@ -51,11 +51,24 @@ pub(super) fn changed_parts(
     );
     changed.sort();
     changed.dedup();
+    // The manifest: which generation, and who wrote it (from the audit trail).
+    let spec = match store.get(sng_api::Kind::Workspace, tenant, name) {
+        Ok(Some(ws)) => {
+            ws.meta()
+                .generation
+                .map(|g| match crate::audit::author(store, tenant, name, g) {
+                    Some(by) => format!("the manifest (spec) generation {g}, {by}"),
+                    None => format!("the manifest (spec) generation {g}"),
+                })
+        }
+        _ => None,
+    }
+    .unwrap_or_else(|| "the manifest (spec)".into());
     (!changed.is_empty()).then(|| {
         changed
             .iter()
             .map(|c| match *c {
-                "spec" => "the manifest (spec)",
+                "spec" => spec.as_str(),
                 "secrets" => "secret values",
                 "parents" => "parents' outputs",
                 "providers" => "Providers",
@@ -78,8 +91,18 @@ pub(super) fn cause(
 ) -> String {
     let generation = ws.metadata.generation.unwrap_or(0);
     match trigger {
-        Trigger::Created => format!("workspace created (generation {generation})"),
-        Trigger::InputsChanged => format!("inputs changed (generation {generation})"),
+        Trigger::Created => {
+            match crate::audit::author(store, tenant, &ws.metadata.name, generation) {
+                Some(by) => format!("workspace created (generation {generation}), {by}"),
+                None => format!("workspace created (generation {generation})"),
+            }
+        }
+        Trigger::InputsChanged => {
+            match crate::audit::author(store, tenant, &ws.metadata.name, generation) {
+                Some(by) => format!("inputs changed (generation {generation}, {by})"),
+                None => format!("inputs changed (generation {generation})"),
+            }
+        }
         Trigger::Refresh => format!(
             "refresh every {}",
             ws.spec
