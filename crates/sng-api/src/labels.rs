@@ -68,7 +68,7 @@ fn check_keys(errors: &mut Vec<FieldError>, path: &str, map: &BTreeMap<String, S
 }
 
 /// What is wrong with a label or annotation key, if anything.
-fn key_error(key: &str) -> Option<String> {
+pub(crate) fn key_error(key: &str) -> Option<String> {
     let (prefix, name) = match key.split_once('/') {
         Some((prefix, name)) => (Some(prefix), name),
         None => (None, key),
@@ -100,7 +100,7 @@ fn key_error(key: &str) -> Option<String> {
 }
 
 /// What is wrong with a label value, if anything.
-fn value_error(value: &str) -> Option<String> {
+pub(crate) fn value_error(value: &str) -> Option<String> {
     if value.chars().count() > MAX_NAME_PART {
         Some(format!("must be at most {MAX_NAME_PART} characters"))
     } else if !value.is_empty() && !NAME_PART.is_match(value) {

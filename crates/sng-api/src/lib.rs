@@ -11,6 +11,7 @@ pub mod object;
 pub mod provider;
 pub mod schema;
 pub mod secret;
+pub mod selector;
 mod strict;
 pub mod tenant;
 pub mod units;

@@ -110,6 +110,8 @@ pub struct Facts {
     pub cycle: Vec<String>,
     /// `spec.suspend`.
     pub suspend: bool,
+    /// `metadata.generation`, named when unapplied changes wait (suspension).
+    pub generation: i64,
     /// `approval: manual`.
     pub manual: bool,
     /// `refresh`: interval (seconds) and whether the periodic run applies.
@@ -215,6 +217,17 @@ pub fn decide(f: &Facts) -> Action {
         );
     }
     if f.suspend {
+        // Ready means no input changed since the last successful apply: a suspended workspace
+        // with unapplied changes is not Ready, and says which generation waits.
+        if f.inputs_problem.is_none() && f.applied_hash.as_deref() != Some(f.inputs_hash.as_str()) {
+            return block(
+                "Suspended",
+                format!(
+                    "suspended with unapplied changes: generation {} is pending\nhint: set `spec.suspend: false` to plan and apply it",
+                    f.generation
+                ),
+            );
+        }
         return Action::Idle { requeue_at: None };
     }
     // Parents: every parent must be Ready, except one read only through outputs that all have a default.
@@ -386,10 +399,19 @@ mod tests {
                 Action::Idle { requeue_at: None },
             ),
             (
-                "suspended",
+                "suspended, nothing changed: stays Ready",
                 Facts {
                     suspend: true,
-                    inputs_hash: "h2".into(),
+                    ..ready()
+                },
+                Action::Idle { requeue_at: None },
+            ),
+            (
+                "suspended with a missing input: nothing to say beyond suspension",
+                Facts {
+                    suspend: true,
+                    inputs_hash: String::new(),
+                    inputs_problem: Some(("SecretNotFound".into(), "gone".into())),
                     ..ready()
                 },
                 Action::Idle { requeue_at: None },
@@ -629,6 +651,48 @@ mod tests {
         for (name, facts, reason) in blocked_table {
             let got = decide(&facts);
             assert!(blocked(reason)(&got), "{name}: {got:?}");
+        }
+    }
+
+    #[test]
+    fn suspended_with_unapplied_changes_is_not_ready() {
+        for (what, f) in [
+            (
+                "spec changed",
+                Facts {
+                    suspend: true,
+                    generation: 3,
+                    inputs_hash: "h2".into(),
+                    ..ready()
+                },
+            ),
+            (
+                "never applied",
+                Facts {
+                    suspend: true,
+                    generation: 3,
+                    applied_hash: None,
+                    ..ready()
+                },
+            ),
+            (
+                "changed while awaiting approval",
+                Facts {
+                    suspend: true,
+                    generation: 3,
+                    manual: true,
+                    inputs_hash: "h2".into(),
+                    awaiting: Some("h2".into()),
+                    approved: true,
+                    ..ready()
+                },
+            ),
+        ] {
+            let a = decide(&f);
+            assert!(blocked("Suspended")(&a), "{what}: {a:?}");
+            let Action::Block(b) = a else { unreachable!() };
+            assert!(b.message.contains("generation 3"), "{what}: {}", b.message);
+            assert!(b.message.contains("hint:"), "{what}: {}", b.message);
         }
     }
 

@@ -131,6 +131,9 @@ pub struct RunInput {
     /// Checked with the full plan JSON (`show -json`) before apply; an `Err` stops the run
     /// (`PolicyDenied`) with its message. Policies plug in here.
     pub pre_apply: Option<PreApply>,
+    /// Stop after the plan, apply nothing, when the plan destroys or replaces anything and no
+    /// approved plan is given (`RunOutput::held`): production tenants confirm such plans.
+    pub hold_destroys: bool,
     /// Where the outputs can be read after the apply without starting the engine again (the
     /// platform-held state); `None`: `state pull` (outputs and serial from the backend).
     pub outputs_source: Option<OutputsSource>,
@@ -222,6 +225,8 @@ pub struct RunOutput {
     pub state_serial: Option<i64>,
     /// The step a cancel or the deadline interrupted (`plan`, `apply`, …).
     pub interrupted_step: Option<String>,
+    /// The run stopped after its plan for a confirmation (`RunInput::hold_destroys`).
+    pub held: bool,
 }
 
 fn args(list: &[&str]) -> Vec<String> {
@@ -305,6 +310,7 @@ pub async fn execute(cfg: &RunConfig, input: RunInput, cancel: CancellationToken
         lock_holder: None,
         state_serial: None,
         interrupted_step: None,
+        held: false,
     };
     let mut log = match RunLog::open(&input.log_path, masker).await {
         Ok(l) => l,
@@ -634,6 +640,16 @@ async fn run_in(
             .await;
             return RunResult::NeedsReview(plan.unknown.join(", "));
         }
+    }
+    if input.operation == Operation::Apply
+        && input.hold_destroys
+        && input.expected_plan_hash.is_none()
+        && out.plan.as_ref().is_some_and(|p| p.counts.destroy > 0)
+    {
+        log.line("sng: the plan destroys or replaces resources: it waits for a confirmed approval; nothing was applied")
+            .await;
+        out.held = true;
+        return RunResult::Succeeded;
     }
     if let (Some(expected), Some(plan)) = (&input.expected_plan_hash, &out.plan) {
         if *expected != plan.hash {

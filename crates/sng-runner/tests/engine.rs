@@ -67,6 +67,7 @@ fn input(dir: &Path, module_dir: PathBuf, run_id: &str, op: Operation) -> RunInp
         no_lock: false,
         outputs_source: None,
         pre_apply: None,
+        hold_destroys: false,
     }
 }
 

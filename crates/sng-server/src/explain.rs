@@ -174,6 +174,22 @@ pub fn explain(
                 ),
                 depth,
             )),
+            "Suspended" => out.push(step(
+                name,
+                "Suspended",
+                &b.reason,
+                b.message.lines().next().unwrap_or_default().to_string(),
+                Some("set spec.suspend: false and sng apply".into()),
+                depth,
+            )),
+            "OutputsSecretConflict" => out.push(step(
+                name,
+                "Blocked",
+                &b.reason,
+                b.message.lines().next().unwrap_or_default().to_string(),
+                Some("choose another spec.outputs.secretName, then sng apply".into()),
+                depth,
+            )),
             "BlockedByDependents" => {
                 out.push(step(
                     name,
@@ -239,8 +255,10 @@ pub fn explain(
 pub async fn explain_route(
     State(st): State<AppState>,
     caller: Caller,
+    params: crate::routes::Params,
     Path((tenant, name)): Path<(String, String)>,
 ) -> Result<Json<Value>, ApiError> {
+    params.only(&[])?;
     caller.require(&tenant, Role::Viewer, "reading a workspace")?;
     let steps = blocking(&st, move |s| {
         let snap = Snapshot::load(s, &tenant)?;

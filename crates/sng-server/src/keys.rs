@@ -22,8 +22,10 @@ use crate::{io_err, ServerError};
 pub(crate) async fn rotate_tenant_key(
     State(st): State<AppState>,
     caller: Caller,
+    params: crate::routes::Params,
     UrlPath(tenant): UrlPath<String>,
 ) -> Result<Json<Value>, ApiError> {
+    params.only(&[])?;
     if !caller.0.can_see(&tenant) {
         return Err(ApiError::not_found(format!("Tenant `{tenant}` not found")));
     }
@@ -32,7 +34,25 @@ pub(crate) async fn rotate_tenant_key(
             "rotating a tenant's key needs the platform admin token",
         ));
     }
-    let r = blocking(&st, move |s| s.rotate_tenant_key(&tenant)).await?;
+    let who = caller.0.clone();
+    let r = blocking(&st, move |s| {
+        let r = s.rotate_tenant_key(&tenant)?;
+        crate::audit::record(
+            s,
+            crate::audit::Write {
+                who: &who,
+                tenant: &tenant,
+                action: "key.rotate",
+                kind: "TenantKey",
+                name: &tenant,
+                outcome: "rotated",
+                generation: Some(r.key_version),
+                detail: None,
+            },
+        )?;
+        Ok(r)
+    })
+    .await?;
     tracing::info!(tenant = %r.tenant, version = r.key_version, secrets = r.secrets,
         state_versions = r.state_versions, "rotated the data key of a tenant");
     Ok(Json(json!({

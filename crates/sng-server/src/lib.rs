@@ -1,6 +1,7 @@
 //! The control plane in one process: the HTTP API over the store.
 #![forbid(unsafe_code)]
 
+mod audit;
 pub mod blast;
 pub mod error;
 pub mod events;

@@ -12,7 +12,10 @@ use sng_core::approval::Verdict;
 use sng_store::{Role, StoreError};
 
 use crate::error::ApiError;
-use crate::routes::{blocking, is_production, list_body, AppState, Caller};
+use crate::routes::{
+    blocking, cursor_after, cursor_token, is_production, limit_of, page_body, AppState, Caller,
+    Params,
+};
 
 #[derive(Deserialize, Default)]
 pub(crate) struct LogQuery {
@@ -36,46 +39,53 @@ pub(crate) struct PlanRequest {
     items: Vec<Value>,
 }
 
-/// `?limit=N` of a run listing: the newest N runs.
+/// `?limit=N&continue=TOKEN` of a run listing, newest first, paged like the other listings.
 #[derive(Deserialize, Default)]
 pub(crate) struct RunsQuery {
     #[serde(default)]
     limit: Option<String>,
+    #[serde(default, rename = "continue")]
+    cursor: Option<String>,
 }
 
-/// The most runs one listing may be limited to.
-const MAX_RUNS_LIMIT: usize = 1000;
-
-/// The limit asked, if any (pure): an integer from 1 to [`MAX_RUNS_LIMIT`].
-fn runs_limit(limit: Option<&str>) -> Result<Option<usize>, String> {
-    let Some(l) = limit else { return Ok(None) };
-    l.trim()
-        .parse::<usize>()
-        .ok()
-        .filter(|n| (1..=MAX_RUNS_LIMIT).contains(n))
-        .map(Some)
-        .ok_or_else(|| format!("must be an integer from 1 to {MAX_RUNS_LIMIT}, not `{l}`"))
+/// Where a run listing's page starts, from a cursor's `after`: `CREATED_AT|ROW` (pure).
+fn run_position(after: &str) -> Option<(String, i64)> {
+    let (at, row) = after.rsplit_once('|')?;
+    Some((at.to_string(), row.parse().ok()?))
 }
 
 pub(crate) async fn list_runs(
     State(st): State<AppState>,
     caller: Caller,
     Path((tenant, name)): Path<(String, String)>,
+    params: Params,
     query: Result<Query<RunsQuery>, axum::extract::rejection::QueryRejection>,
 ) -> Result<Json<Value>, ApiError> {
     caller.scope(&tenant)?;
+    params.only(&["limit", "continue"])?;
     let Query(q) = query.map_err(|e| ApiError::bad_request(e.body_text()))?;
-    let limit = runs_limit(q.limit.as_deref())
-        .map_err(|m| ApiError::invalid_field("query", "limit", &m))?;
-    let runs = blocking(&st, move |s| match limit {
-        Some(n) => s.runs_recent(&tenant, &name, n),
-        None => s.runs_of(&tenant, &name),
+    let limit = limit_of(q.limit.as_deref())?.unwrap_or(usize::MAX);
+    let listing = format!("the runs of workspace `{name}`");
+    let before = cursor_after(q.cursor.as_deref(), "runs", &tenant, &name, &listing)?
+        .map(|a| {
+            run_position(&a).ok_or_else(|| {
+                ApiError::bad_request(format!(
+                    "the continue token does not belong to this listing ({listing}): it is malformed"
+                ))
+            })
+        })
+        .transpose()?;
+    let (t, n) = (tenant.clone(), name.clone());
+    let (runs, next) = blocking(&st, move |s| {
+        let before = before.as_ref().map(|(at, row)| (at.as_str(), *row));
+        s.runs_page(&t, &n, limit, before)
     })
     .await?;
-    Ok(Json(list_body(
+    Ok(Json(page_body(
         runs.into_iter()
             .map(|r| serde_json::to_value(r).expect("json"))
             .collect(),
+        next.map(|(at, row)| cursor_token("runs", &tenant, &name, format!("{at}|{row}"))),
     )))
 }
 
@@ -83,8 +93,10 @@ pub(crate) async fn get_run(
     State(st): State<AppState>,
     caller: Caller,
     Path((tenant, id)): Path<(String, String)>,
+    params: Params,
 ) -> Result<Json<Value>, ApiError> {
     caller.scope(&tenant)?;
+    params.only(&[])?;
     let i = id.clone();
     let run = blocking(&st, move |s| s.run_get(&tenant, &i))
         .await?
@@ -98,9 +110,11 @@ pub(crate) async fn get_log(
     State(st): State<AppState>,
     caller: Caller,
     Path((tenant, id)): Path<(String, String)>,
+    params: Params,
     Query(q): Query<LogQuery>,
 ) -> Result<axum::response::Response, ApiError> {
     caller.scope(&tenant)?;
+    params.only(&["offset"])?;
     let (t, i) = (tenant.clone(), id.clone());
     let run = blocking(&st, move |s| s.run_get(&t, &i))
         .await?
@@ -137,8 +151,10 @@ pub(crate) async fn get_log(
 pub(crate) async fn state_versions(
     State(st): State<AppState>,
     caller: Caller,
+    params: crate::routes::Params,
     Path((tenant, name)): Path<(String, String)>,
 ) -> Result<Json<Value>, ApiError> {
+    params.only(&[])?;
     caller.scope(&tenant)?;
     let (versions, lock) = blocking(&st, move |s| {
         Ok((
@@ -158,9 +174,11 @@ pub(crate) async fn approve(
     State(st): State<AppState>,
     caller: Caller,
     Path((tenant, name)): Path<(String, String)>,
+    params: Params,
     body: Result<Json<ApproveRequest>, JsonRejection>,
 ) -> Result<Json<Value>, ApiError> {
     caller.require(&tenant, Role::Operator, "approving a plan")?;
+    params.only(&[])?;
     let Json(req) = body.map_err(|e| ApiError::bad_request(e.body_text()))?;
     let who = format!("token:{}", caller.0.token_id);
     let (t, n) = (tenant.clone(), name.clone());
@@ -189,8 +207,23 @@ pub(crate) async fn approve(
         .as_ref()
         .is_some_and(|p| p.cancelling(&tenant, &name));
     let (n, plan, by) = (name.clone(), req.plan_id.clone(), who.clone());
+    let principal = caller.0.clone();
     let decision = blocking(&st, move |s| {
         let d = s.approve(&tenant, &n, &plan, &by, cancelling)?;
+        let outcome = match &d.verdict {
+            Verdict::Refuse(_) => "refused",
+            Verdict::Unchanged => "unchanged",
+            _ => "approved",
+        };
+        crate::audit::workspace_write(
+            s,
+            &principal,
+            &tenant,
+            &n,
+            "approve",
+            outcome,
+            Some(format!("plan {plan}")),
+        )?;
         if let Verdict::Refuse(r) = &d.verdict {
             crate::platform::decisions::approval_refused(
                 s,
@@ -231,8 +264,10 @@ pub(crate) async fn cancel_run(
     State(st): State<AppState>,
     caller: Caller,
     Path((tenant, name)): Path<(String, String)>,
+    params: Params,
 ) -> Result<Json<Value>, ApiError> {
     caller.require(&tenant, Role::Operator, "cancelling a run")?;
+    params.only(&[])?;
     // Who cancels, as the run records it: `token ci-bot (tok-…)`.
     let (id, token_tenant) = (caller.0.token_id.clone(), caller.0.tenant.clone());
     let description = blocking(&st, move |s| {
@@ -260,7 +295,9 @@ pub(crate) async fn cancel_run(
     let who = format!("token:{}", caller.0.token_id);
     let message = format!("cancelled by {by}");
     let n = name.clone();
+    let principal = caller.0.clone();
     let run = blocking(&st, move |s| {
+        crate::audit::workspace_write(s, &principal, &tenant, &n, "cancel", "cancelled", None)?;
         let Some(Object::Workspace(ws)) = s.get(Kind::Workspace, &tenant, &n)? else {
             return Ok(None);
         };
@@ -288,9 +325,12 @@ pub(crate) async fn refresh_now(
     State(st): State<AppState>,
     caller: Caller,
     Path((tenant, name)): Path<(String, String)>,
+    params: Params,
 ) -> Result<Json<Value>, ApiError> {
     caller.require(&tenant, Role::Operator, "refreshing a workspace")?;
+    params.only(&[])?;
     let n = name.clone();
+    let principal = caller.0.clone();
     blocking(&st, move |s| {
         let Some(Object::Workspace(ws)) = s.get(Kind::Workspace, &tenant, &n)? else {
             return Err(StoreError::not_found("Workspace", &n));
@@ -309,6 +349,7 @@ pub(crate) async fn refresh_now(
             None,
             &serde_json::to_value(&status).expect("json"),
         )?;
+        crate::audit::workspace_write(s, &principal, &tenant, &n, "refresh", "due now", None)?;
         Ok(())
     })
     .await?;
@@ -324,9 +365,11 @@ pub(crate) async fn speculative_plan(
     State(st): State<AppState>,
     caller: Caller,
     Path(tenant): Path<String>,
+    params: Params,
     body: Result<Json<PlanRequest>, JsonRejection>,
 ) -> Result<Json<Value>, ApiError> {
     caller.require(&tenant, Role::Operator, "planning")?;
+    params.only(&[])?;
     let Json(req) = body.map_err(|e| ApiError::bad_request(e.body_text()))?;
     let objects = sng_api::decode_all(&req.items).map_err(|errs| ApiError::invalid(&errs))?;
     let platform = st
@@ -358,7 +401,9 @@ pub(crate) async fn speculative_plan(
 pub(crate) async fn stats(
     State(st): State<AppState>,
     caller: Caller,
+    params: crate::routes::Params,
 ) -> Result<Json<Value>, ApiError> {
+    params.only(&[])?;
     caller.platform_admin("reading the platform's counters")?;
     use std::sync::atomic::Ordering::Relaxed;
     Ok(Json(match &st.platform {
@@ -381,19 +426,26 @@ mod tests {
     #[test]
     fn runs_limits() {
         for (given, want) in [
-            (None, Ok(None)),
-            (Some("1"), Ok(Some(1))),
-            (Some(" 20 "), Ok(Some(20))),
-            (Some("1000"), Ok(Some(1000))),
-            (Some("0"), Err(())),
-            (Some("1001"), Err(())),
-            (Some("-3"), Err(())),
-            (Some("ten"), Err(())),
+            (None, Some(None)),
+            (Some("1"), Some(Some(1))),
+            (Some(" 20 "), Some(Some(20))),
+            (Some("1000"), Some(Some(1000))),
+            (Some("0"), None),
+            (Some("1001"), None),
+            (Some("-3"), None),
+            (Some("ten"), None),
         ] {
-            let got = runs_limit(given).map_err(|m| {
-                assert!(m.contains("from 1 to 1000"), "{m}");
-            });
-            assert_eq!(got, want, "{given:?}");
+            assert_eq!(limit_of(given).ok(), want, "{given:?}");
         }
+    }
+
+    #[test]
+    fn run_positions() {
+        assert_eq!(
+            run_position("2026-12-01T10:00:00Z|7"),
+            Some(("2026-12-01T10:00:00Z".into(), 7))
+        );
+        assert_eq!(run_position("2026-12-01T10:00:00Z"), None);
+        assert_eq!(run_position("x|y"), None);
     }
 }

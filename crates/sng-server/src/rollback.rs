@@ -31,11 +31,14 @@ pub async fn rollback(
     State(st): State<AppState>,
     caller: Caller,
     Path((tenant, name)): Path<(String, String)>,
+    params: crate::routes::Params,
     body: Result<Json<RollbackRequest>, JsonRejection>,
 ) -> Result<Json<Value>, ApiError> {
     caller.require(&tenant, Role::Operator, "rolling back a workspace")?;
+    params.only(&[])?;
     let Json(req) = body.map_err(|e| ApiError::bad_request(e.body_text()))?;
     let platform = st.platform.clone();
+    let who = caller.0.clone();
     let answer = blocking(&st, move |s| {
         let Some(Object::Workspace(mut ws)) = s.get(Kind::Workspace, &tenant, &name)? else {
             return Err(StoreError::not_found("Workspace", &name));
@@ -82,6 +85,7 @@ pub async fn rollback(
         ws.metadata.annotations.insert(ROLLBACK_ANNOTATION.into(), run.id.clone());
         ws.metadata.resource_version = None;
         let applied = s.apply(&tenant, vec![Object::Workspace(ws)], false)?.remove(0);
+        crate::audit::workspace_write(s, &who, &tenant, &name, "rollback", "configured", Some(format!("restores run {}", run.id)))?;
         Ok(json!({"workspace": name, "restores": run.id, "moduleDigest": digest, "generation": applied.object.meta().generation}))
     })
     .await?;

@@ -14,10 +14,12 @@ use axum::routing::{get, post, put};
 use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
+use sng_api::selector::Selector;
 use sng_api::{Kind, Object};
 use sng_store::{ApplyOutcome, Principal, Role, Store, StoreError, TokenCheck};
 
 use crate::error::ApiError;
+use crate::platform::OUTPUTS_OWNER_LABEL;
 
 /// Shared state of the handlers.
 #[derive(Clone)]
@@ -95,6 +97,7 @@ pub fn router(state: AppState) -> Router {
         .merge(crate::state::state_routes())
         .merge(crate::events::routes())
         .merge(crate::tokens::routes())
+        .merge(crate::audit::routes())
         .fallback(|| async { ApiError::not_found("no such API path") })
         .with_state(state)
 }
@@ -170,6 +173,37 @@ impl Caller {
     }
 }
 
+/// The query parameters of a request, decoded, in order. Every route names those it takes with
+/// [`Params::only`]: another one is refused (400) rather than ignored.
+pub struct Params(pub Vec<(String, String)>);
+
+impl<S: Send + Sync> FromRequestParts<S> for Params {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, ApiError> {
+        let Query(pairs) = Query::<Vec<(String, String)>>::try_from_uri(&parts.uri)
+            .map_err(|e| ApiError::bad_request(e.body_text()))?;
+        Ok(Params(pairs))
+    }
+}
+
+impl Params {
+    /// 400 naming the first parameter not in `allowed`, and those expected.
+    pub(crate) fn only(&self, allowed: &[&str]) -> Result<(), ApiError> {
+        let Some((name, _)) = self.0.iter().find(|(k, _)| !allowed.contains(&k.as_str())) else {
+            return Ok(());
+        };
+        Err(ApiError::bad_request(if allowed.is_empty() {
+            format!("unknown query parameter `{name}`; this path takes no query parameters")
+        } else {
+            format!(
+                "unknown query parameter `{name}`; expected one of {}",
+                allowed.join(", ")
+            )
+        }))
+    }
+}
+
 /// The role that writes (applies or deletes) objects of a kind: the tenant's governance settings
 /// (policies, webhooks) need `admin`, the rest `operator`. Tenants are the platform admin's.
 fn write_role(kind: Kind) -> Role {
@@ -209,15 +243,20 @@ pub(crate) fn list_body(items: Vec<Value>) -> Value {
 /// The most objects one page of a listing may hold (`?limit=`).
 const MAX_LIST_LIMIT: usize = 1000;
 
-/// `?limit=N&continue=TOKEN` of a listing, as in the Kubernetes API. Both are optional: without
-/// `limit`, everything (from the cursor on) in one answer.
+/// `?limit=N&continue=TOKEN&labelSelector=S` of a listing, as in the Kubernetes API. All are
+/// optional: without `limit`, everything (from the cursor on) in one answer.
 #[derive(Deserialize, Default)]
 struct ListQuery {
     #[serde(default)]
     limit: Option<String>,
     #[serde(default, rename = "continue")]
     cursor: Option<String>,
+    #[serde(default, rename = "labelSelector")]
+    label_selector: Option<String>,
 }
+
+/// The query parameters of a listing.
+const LIST_PARAMS: &[&str] = &["limit", "continue", "labelSelector"];
 
 /// What a `continue` token holds: base64url (no padding) of this JSON. Opaque to clients.
 #[derive(Serialize, Deserialize)]
@@ -226,40 +265,56 @@ struct ContinueToken {
     kind: String,
     /// The tenant of the listing; '' for tenants themselves.
     tenant: String,
+    /// What else the listing is bound to: its label selector (canonical), its filters.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    selector: String,
     /// The last name of the previous page (keyset pagination on the name).
     after: String,
 }
 
-/// The page asked by a listing's query: (limit, the name to start after). A token made for
-/// another listing, or not made by us, is refused (400); a limit out of 1..=1000 too (422).
-fn page_of(
-    query: Result<Query<ListQuery>, axum::extract::rejection::QueryRejection>,
-    kind: Kind,
-    tenant: &str,
-) -> Result<(usize, Option<String>), ApiError> {
+/// The `limit` of a listing's query: absent, or an integer from 1 to 1000 (422 otherwise).
+pub(crate) fn limit_of(limit: Option<&str>) -> Result<Option<usize>, ApiError> {
+    let Some(l) = limit else { return Ok(None) };
+    l.trim()
+        .parse::<usize>()
+        .ok()
+        .filter(|n| (1..=MAX_LIST_LIMIT).contains(n))
+        .map(Some)
+        .ok_or_else(|| {
+            ApiError::invalid_field(
+                "query",
+                "limit",
+                &format!("must be an integer from 1 to {MAX_LIST_LIMIT}, not `{l}`"),
+            )
+        })
+}
+
+/// A `continue` token for the page after `after` of the listing (`kind`, `tenant`, `selector`).
+pub(crate) fn cursor_token(kind: &str, tenant: &str, selector: &str, after: String) -> String {
     use base64::Engine as _;
-    let Query(q) = query.map_err(|e| ApiError::bad_request(e.body_text()))?;
-    let limit = match q.limit.as_deref() {
-        None => usize::MAX,
-        Some(l) => l
-            .trim()
-            .parse::<usize>()
-            .ok()
-            .filter(|n| (1..=MAX_LIST_LIMIT).contains(n))
-            .ok_or_else(|| {
-                ApiError::invalid_field(
-                    "query",
-                    "limit",
-                    &format!("must be an integer from 1 to {MAX_LIST_LIMIT}, not `{l}`"),
-                )
-            })?,
+    let token = ContinueToken {
+        v: 1,
+        kind: kind.to_string(),
+        tenant: tenant.to_string(),
+        selector: selector.to_string(),
+        after,
     };
-    let Some(token) = q.cursor.filter(|c| !c.is_empty()) else {
-        return Ok((limit, None));
-    };
-    let listing = match kind {
-        Kind::Tenant => "the tenants".to_string(),
-        _ => format!("the {} of tenant `{tenant}`", kind.plural()),
+    base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .encode(serde_json::to_vec(&token).expect("json"))
+}
+
+/// Where a `continue` token says to start, if it was made for this listing (`kind`, `tenant`,
+/// `selector`, in words `listing`); 400 otherwise. No token or an empty one: the start.
+pub(crate) fn cursor_after(
+    token: Option<&str>,
+    kind: &str,
+    tenant: &str,
+    selector: &str,
+    listing: &str,
+) -> Result<Option<String>, ApiError> {
+    use base64::Engine as _;
+    let Some(token) = token.filter(|c| !c.is_empty()) else {
+        return Ok(None);
     };
     let restart = "list again without `continue` to start over";
     let token: ContinueToken = base64::engine::general_purpose::URL_SAFE_NO_PAD
@@ -272,46 +327,83 @@ fn page_of(
                 "the continue token does not belong to this listing ({listing}): it is malformed; {restart}"
             ))
         })?;
-    if token.kind != kind.as_str() || token.tenant != tenant {
+    if token.kind != kind || token.tenant != tenant {
         return Err(ApiError::bad_request(format!(
             "the continue token does not belong to this listing ({listing}): it was made for another kind or tenant; {restart}"
         )));
     }
-    Ok((limit, Some(token.after)))
+    if token.selector != selector {
+        return Err(ApiError::bad_request(format!(
+            "the continue token does not belong to this listing ({listing}): it was made for another selector or other filters; {restart}"
+        )));
+    }
+    Ok(Some(token.after))
 }
 
-/// A page of a listing: `metadata.continue` when more remain, absent on the last page.
-fn list_page_body(items: Vec<Value>, kind: Kind, tenant: &str, next: Option<String>) -> Value {
-    use base64::Engine as _;
+/// A page of a listing: `metadata.continue` when more remain (the token), absent on the last.
+pub(crate) fn page_body(items: Vec<Value>, next: Option<String>) -> Value {
     let mut body = list_body(items);
-    if let Some(after) = next {
-        let token = ContinueToken {
-            v: 1,
-            kind: kind.as_str().to_string(),
-            tenant: tenant.to_string(),
-            after,
-        };
-        let token = base64::engine::general_purpose::URL_SAFE_NO_PAD
-            .encode(serde_json::to_vec(&token).expect("json"));
+    if let Some(token) = next {
         body["metadata"] = json!({ "continue": token });
     }
     body
 }
 
-/// A page of the tenants `visible` lets through. The store is read on until the page is full and
-/// one more visible tenant is known to exist: the cursor is always the name of a tenant of the
-/// page (never a hidden one), and the last page carries none.
-fn visible_tenants_page(
+/// What a listing's query asks: (limit, the name to start after, the label selector). A token
+/// made for another listing (kind, tenant, selector), or not made by us, is refused (400); a
+/// selector that does not parse too, naming its term; a limit out of 1..=1000 (422).
+fn page_of(
+    query: Result<Query<ListQuery>, axum::extract::rejection::QueryRejection>,
+    kind: Kind,
+    tenant: &str,
+) -> Result<(usize, Option<String>, Selector), ApiError> {
+    let Query(q) = query.map_err(|e| ApiError::bad_request(e.body_text()))?;
+    let limit = limit_of(q.limit.as_deref())?.unwrap_or(usize::MAX);
+    let selector = Selector::parse(q.label_selector.as_deref().unwrap_or(""))
+        .map_err(|e| ApiError::bad_request(format!("query parameter `labelSelector`: {e}")))?;
+    let listing = match kind {
+        Kind::Tenant => "the tenants".to_string(),
+        _ => format!("the {} of tenant `{tenant}`", kind.plural()),
+    };
+    let after = cursor_after(
+        q.cursor.as_deref(),
+        kind.as_str(),
+        tenant,
+        &selector.to_string(),
+        &listing,
+    )?;
+    Ok((limit, after, selector))
+}
+
+/// A page of a listing: `metadata.continue` when more remain, absent on the last page.
+fn list_page_body(
+    items: Vec<Value>,
+    kind: Kind,
+    tenant: &str,
+    selector: &Selector,
+    next: Option<String>,
+) -> Value {
+    let token = next.map(|after| cursor_token(kind.as_str(), tenant, &selector.to_string(), after));
+    page_body(items, token)
+}
+
+/// A page of the objects `keep` lets through (visible tenants, a label selector's matches), by
+/// name. The store is read on until the page is full and one more kept object is known to
+/// exist: the cursor is always the name of an object of the page (never a left-out one), and
+/// the last page carries none.
+fn kept_page(
     s: &Store,
+    kind: Kind,
+    tenant: &str,
     limit: usize,
     mut after: Option<String>,
-    visible: impl Fn(&str) -> bool,
+    keep: impl Fn(&Object) -> bool,
 ) -> Result<(Vec<Object>, Option<String>), StoreError> {
     let chunk = limit.saturating_add(1).min(MAX_LIST_LIMIT + 1);
     let mut page = Vec::new();
     loop {
-        let (tenants, next) = s.list_page(Kind::Tenant, "", chunk, after.as_deref())?;
-        page.extend(tenants.into_iter().filter(|t| visible(&t.meta().name)));
+        let (objects, next) = s.list_page(kind, tenant, chunk, after.as_deref())?;
+        page.extend(objects.into_iter().filter(&keep));
         if page.len() > limit {
             page.truncate(limit);
             let last = page.last().map(|t| t.meta().name.clone());
@@ -340,12 +432,17 @@ struct GetQuery {
 async fn list_tenants(
     State(st): State<AppState>,
     caller: Caller,
+    params: Params,
     query: Result<Query<ListQuery>, axum::extract::rejection::QueryRejection>,
 ) -> Result<Json<Value>, ApiError> {
-    let (limit, after) = page_of(query, Kind::Tenant, "")?;
+    params.only(LIST_PARAMS)?;
+    let (limit, after, selector) = page_of(query, Kind::Tenant, "")?;
     let principal = caller.0.clone();
+    let sel = selector.clone();
     let (tenants, next) = blocking(&st, move |s| {
-        visible_tenants_page(s, limit, after, |name| principal.can_see(name))
+        kept_page(s, Kind::Tenant, "", limit, after, |t| {
+            principal.can_see(&t.meta().name) && sel.matches(&t.meta().labels)
+        })
     })
     .await?;
     let items = tenants
@@ -353,7 +450,13 @@ async fn list_tenants(
         .filter(|t| caller.0.can_see(&t.meta().name))
         .map(|t| render(t, false))
         .collect();
-    Ok(Json(list_page_body(items, Kind::Tenant, "", next)))
+    Ok(Json(list_page_body(
+        items,
+        Kind::Tenant,
+        "",
+        &selector,
+        next,
+    )))
 }
 
 #[derive(Deserialize)]
@@ -378,14 +481,17 @@ pub struct TenantCreated {
 async fn create_tenant(
     State(st): State<AppState>,
     caller: Caller,
+    params: crate::routes::Params,
     body: Result<Json<CreateTenant>, JsonRejection>,
 ) -> Result<(StatusCode, Json<TenantCreated>), ApiError> {
+    params.only(&[])?;
     caller.platform_admin("creating a tenant")?;
     let Json(req) = body.map_err(|e| ApiError::bad_request(e.body_text()))?;
     let doc = json!({"apiVersion": sng_api::GROUP_VERSION, "kind": "Tenant", "metadata": {"name": req.name},
                      "spec": {"production": req.production, "displayName": req.display_name}});
     let tenant = sng_api::decode(&doc, 1).map_err(|e| ApiError::invalid(&[e]))?;
     let name = req.name.clone();
+    let who = caller.0.clone();
     let (obj, token) = blocking(&st, move |s| {
         if s.get(Kind::Tenant, "", &name)?.is_some() {
             return Err(StoreError::Conflict(format!(
@@ -393,11 +499,29 @@ async fn create_tenant(
             )));
         }
         let obj = s.apply("", vec![tenant], false)?.remove(0).object;
-        let (_, token) = s.create_token(
+        let (info, token) = s.create_token(
             Some(&name),
             Role::Admin,
             "tenant admin (created with the tenant)",
         )?;
+        for (action, kind, object, generation) in [
+            ("apply", "Tenant", name.as_str(), obj.meta().generation),
+            ("token.create", "Token", info.id.as_str(), None),
+        ] {
+            crate::audit::record(
+                s,
+                crate::audit::Write {
+                    who: &who,
+                    tenant: &name,
+                    action,
+                    kind,
+                    name: object,
+                    outcome: "created",
+                    generation,
+                    detail: None,
+                },
+            )?;
+        }
         Ok((obj, token))
     })
     .await
@@ -417,8 +541,10 @@ async fn create_tenant(
 async fn get_tenant(
     State(st): State<AppState>,
     caller: Caller,
+    params: crate::routes::Params,
     Path(tenant): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
+    params.only(&[])?;
     caller.scope(&tenant)?;
     let name = tenant.clone();
     let obj = blocking(&st, move |s| s.get(Kind::Tenant, "", &name))
@@ -430,11 +556,31 @@ async fn get_tenant(
 async fn delete_tenant(
     State(st): State<AppState>,
     caller: Caller,
+    params: crate::routes::Params,
     Path(tenant): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
+    params.only(&[])?;
     caller.scope(&tenant)?;
     caller.platform_admin("deleting a tenant")?;
-    let obj = blocking(&st, move |s| s.delete(Kind::Tenant, "", &tenant)).await?;
+    let who = caller.0.clone();
+    let obj = blocking(&st, move |s| {
+        let obj = s.delete(Kind::Tenant, "", &tenant)?;
+        crate::audit::record(
+            s,
+            crate::audit::Write {
+                who: &who,
+                tenant: &tenant,
+                action: "delete",
+                kind: "Tenant",
+                name: &tenant,
+                outcome: "deleted",
+                generation: obj.meta().generation,
+                detail: None,
+            },
+        )?;
+        Ok(obj)
+    })
+    .await?;
     Ok(Json(render(obj, false)))
 }
 
@@ -466,9 +612,11 @@ async fn apply(
     State(st): State<AppState>,
     caller: Caller,
     Path(tenant): Path<String>,
+    params: Params,
     body: Result<Json<ApplyRequest>, JsonRejection>,
 ) -> Result<Json<Value>, ApiError> {
     caller.require(&tenant, Role::Operator, "applying")?;
+    params.only(&[])?;
     let Json(req) = body.map_err(|e| ApiError::bad_request(e.body_text()))?;
     let objects = sng_api::decode_all(&req.items).map_err(|errs| ApiError::invalid(&errs))?;
     // Rego is checked by the evaluator the platform runs: a syntax error is a validation error.
@@ -530,6 +678,32 @@ async fn apply(
             ));
         }
     }
+    let t = tenant.clone();
+    let outputs_owned = blocking(&st, {
+        let objects = objects.clone();
+        move |s| {
+            // An outputs secret belongs to its workspace: only the platform writes it.
+            for o in &objects {
+                if let Object::Secret(secret) = o {
+                    let name = &secret.metadata.name;
+                    let owner = s
+                        .get(Kind::Secret, &t, name)?
+                        .and_then(|old| old.meta().labels.get(OUTPUTS_OWNER_LABEL).cloned())
+                        .or_else(|| secret.metadata.labels.get(OUTPUTS_OWNER_LABEL).cloned());
+                    if let Some(owner) = owner {
+                        return Ok(Some(format!(
+                            "Secret `{name}` is the outputs secret of workspace `{owner}` (label `{OUTPUTS_OWNER_LABEL}`): only the platform writes it\nhint: give your secret another name"
+                        )));
+                    }
+                }
+            }
+            Ok(None)
+        }
+    })
+    .await?;
+    if let Some(m) = outputs_owned {
+        return Err(ApiError::conflict(m));
+    }
     let dry_run = req.dry_run;
     let confirm = req.confirm.clone();
     let t = tenant.clone();
@@ -573,8 +747,32 @@ async fn apply(
     } else {
         None
     };
+    let who = caller.0.clone();
     let applied = blocking(&st, move |s| {
         let applied = s.apply(&tenant, objects, dry_run)?;
+        for a in applied
+            .iter()
+            .filter(|a| !dry_run && a.outcome != ApplyOutcome::Unchanged)
+        {
+            let kind = a.object.kind();
+            crate::audit::record(
+                s,
+                crate::audit::Write {
+                    who: &who,
+                    tenant: if kind == Kind::Tenant {
+                        &a.object.meta().name
+                    } else {
+                        &tenant
+                    },
+                    action: "apply",
+                    kind: kind.as_str(),
+                    name: &a.object.meta().name,
+                    outcome: outcome_word(a.outcome),
+                    generation: a.object.meta().generation,
+                    detail: None,
+                },
+            )?;
+        }
         // A new generation won over the plan awaiting approval (in the apply's transaction).
         for a in applied.iter().filter(|_| !dry_run) {
             if let Some(sup) = &a.superseded {
@@ -604,30 +802,46 @@ async fn apply(
     Ok(Json(answer))
 }
 
+/// An apply's outcome in the audit trail.
+fn outcome_word(outcome: ApplyOutcome) -> &'static str {
+    match outcome {
+        ApplyOutcome::Created => "created",
+        ApplyOutcome::Configured => "configured",
+        ApplyOutcome::Unchanged => "unchanged",
+    }
+}
+
 async fn list(
     State(st): State<AppState>,
     caller: Caller,
     Path((tenant, kind)): Path<(String, String)>,
+    params: Params,
     query: Result<Query<ListQuery>, axum::extract::rejection::QueryRejection>,
 ) -> Result<Json<Value>, ApiError> {
     caller.scope(&tenant)?;
     let kind = kind_of(&kind)?;
     if kind == Kind::Tenant {
-        return list_tenants(State(st), caller, query).await;
+        return list_tenants(State(st), caller, params, query).await;
     }
-    let (limit, after) = page_of(query, kind, &tenant)?;
-    let t = tenant.clone();
+    params.only(LIST_PARAMS)?;
+    let (limit, after, selector) = page_of(query, kind, &tenant)?;
+    let (t, sel) = (tenant.clone(), selector.clone());
     let (objects, next) = blocking(&st, move |s| {
         if s.get(Kind::Tenant, "", &t)?.is_none() {
             return Err(StoreError::not_found("Tenant", &t));
         }
-        s.list_page(kind, &t, limit, after.as_deref())
+        if sel.is_empty() {
+            s.list_page(kind, &t, limit, after.as_deref())
+        } else {
+            kept_page(s, kind, &t, limit, after, |o| sel.matches(&o.meta().labels))
+        }
     })
     .await?;
     Ok(Json(list_page_body(
         objects.into_iter().map(|o| render(o, false)).collect(),
         kind,
         &tenant,
+        &selector,
         next,
     )))
 }
@@ -636,9 +850,11 @@ async fn get_one(
     State(st): State<AppState>,
     caller: Caller,
     Path((tenant, kind, name)): Path<(String, String, String)>,
+    params: Params,
     Query(q): Query<GetQuery>,
 ) -> Result<Json<Value>, ApiError> {
     caller.scope(&tenant)?;
+    params.only(&["reveal", "changedFrom", "timeoutSeconds"])?;
     let kind = kind_of(&kind)?;
     if kind == Kind::Tenant {
         caller.scope(&name)?;
@@ -680,9 +896,11 @@ async fn delete_one(
     State(st): State<AppState>,
     caller: Caller,
     Path((tenant, kind, name)): Path<(String, String, String)>,
+    params: Params,
     Query(dq): Query<DeleteQuery>,
 ) -> Result<Json<Value>, ApiError> {
     caller.scope(&tenant)?;
+    params.only(&["confirm"])?;
     let kind = kind_of(&kind)?;
     if kind == Kind::Tenant {
         caller.scope(&name)?;
@@ -706,14 +924,31 @@ async fn delete_one(
             ));
         }
         let platform = st.platform.clone();
+        let who = caller.0.clone();
         let obj = blocking(&st, move |s| {
             let Some(Object::Workspace(ws)) = s.get(Kind::Workspace, &tenant, &name)? else {
                 return Err(StoreError::not_found("Workspace", &name));
+            };
+            let deleted = |s: &Store, outcome: &str| {
+                crate::audit::record(
+                    s,
+                    crate::audit::Write {
+                        who: &who,
+                        tenant: &tenant,
+                        action: "delete",
+                        kind: "Workspace",
+                        name: &name,
+                        outcome,
+                        generation: ws.metadata.generation,
+                        detail: None,
+                    },
+                )
             };
             if ws.spec.deletion_policy == Some(sng_api::workspace::DeletionPolicy::Destroy) {
                 // The infrastructure is destroyed first (children before parents); the object goes
                 // after. From now on an approval is refused; one given before is superseded.
                 let (obj, superseded) = s.mark_workspace_deleting(&tenant, &name)?;
+                deleted(s, "deleting")?;
                 if let Some(sup) = &superseded {
                     crate::platform::decisions::superseded(s, &tenant, &name, sup);
                 }
@@ -730,18 +965,38 @@ async fn delete_one(
                 .is_some_and(|p| p.cancel(&tenant, &name, true));
             if running || s.state_lock_info(&tenant, &name)?.is_some() {
                 let obj = s.mark_deleting(Kind::Workspace, &tenant, &name)?;
+                deleted(s, "deleting")?;
                 if let Some(p) = &platform {
                     p.wake.notify_one();
                 }
                 return Ok(obj);
             }
             crate::platform::finalize(s, &tenant, &ws)?;
+            deleted(s, "deleted")?;
             Ok(Object::Workspace(ws))
         })
         .await?;
         return Ok(Json(render(obj, false)));
     }
-    let obj = blocking(&st, move |s| s.delete(kind, &tenant, &name)).await?;
+    let who = caller.0.clone();
+    let obj = blocking(&st, move |s| {
+        let obj = s.delete(kind, &tenant, &name)?;
+        crate::audit::record(
+            s,
+            crate::audit::Write {
+                who: &who,
+                tenant: if kind == Kind::Tenant { &name } else { &tenant },
+                action: "delete",
+                kind: kind.as_str(),
+                name: &name,
+                outcome: "deleted",
+                generation: obj.meta().generation,
+                detail: None,
+            },
+        )?;
+        Ok(obj)
+    })
+    .await?;
     Ok(Json(render(obj, false)))
 }
 

@@ -65,9 +65,11 @@ fn info_value(info: &TokenInfo) -> Value {
 async fn create_token(
     State(st): State<AppState>,
     caller: Caller,
+    params: crate::routes::Params,
     Path(tenant): Path<String>,
     body: Result<Json<CreateToken>, JsonRejection>,
 ) -> Result<(StatusCode, Json<TokenCreated>), ApiError> {
+    params.only(&[])?;
     caller.require(&tenant, Role::Admin, "creating a token")?;
     let Json(req) = body.map_err(|e| ApiError::bad_request(e.body_text()))?;
     let role = Role::parse(&req.role).ok_or_else(|| {
@@ -102,9 +104,24 @@ async fn create_token(
             &format!("must be at most {MAX_DESCRIPTION} characters"),
         ));
     }
+    let who = caller.0.clone();
     let (info, token) = blocking(&st, move |s| {
         tenant_exists(s, &tenant)?;
-        s.create_token_expiring(Some(&tenant), role, &description, ttl)
+        let (info, token) = s.create_token_expiring(Some(&tenant), role, &description, ttl)?;
+        crate::audit::record(
+            s,
+            crate::audit::Write {
+                who: &who,
+                tenant: &tenant,
+                action: "token.create",
+                kind: "Token",
+                name: &info.id,
+                outcome: "created",
+                generation: None,
+                detail: Some(format!("role {role}, described `{}`", info.description)),
+            },
+        )?;
+        Ok((info, token))
     })
     .await
     .map_err(|e| match e.reason {
@@ -118,8 +135,10 @@ async fn create_token(
 async fn list_tokens(
     State(st): State<AppState>,
     caller: Caller,
+    params: crate::routes::Params,
     Path(tenant): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
+    params.only(&[])?;
     caller.require(&tenant, Role::Admin, "listing tokens")?;
     let tokens = blocking(&st, move |s| {
         tenant_exists(s, &tenant)?;
@@ -136,8 +155,10 @@ async fn list_tokens(
 async fn get_token(
     State(st): State<AppState>,
     caller: Caller,
+    params: crate::routes::Params,
     Path((tenant, id)): Path<(String, String)>,
 ) -> Result<Json<Value>, ApiError> {
+    params.only(&[])?;
     caller.require(&tenant, Role::Admin, "reading a token")?;
     let i = id.clone();
     let info = blocking(&st, move |s| s.get_token(Some(&tenant), &i))
@@ -149,9 +170,29 @@ async fn get_token(
 async fn revoke_token(
     State(st): State<AppState>,
     caller: Caller,
+    params: crate::routes::Params,
     Path((tenant, id)): Path<(String, String)>,
 ) -> Result<Json<Value>, ApiError> {
+    params.only(&[])?;
     caller.require(&tenant, Role::Admin, "revoking a token")?;
-    let info = blocking(&st, move |s| s.revoke_token(Some(&tenant), &id)).await?;
+    let who = caller.0.clone();
+    let info = blocking(&st, move |s| {
+        let info = s.revoke_token(Some(&tenant), &id)?;
+        crate::audit::record(
+            s,
+            crate::audit::Write {
+                who: &who,
+                tenant: &tenant,
+                action: "token.revoke",
+                kind: "Token",
+                name: &info.id,
+                outcome: "revoked",
+                generation: None,
+                detail: None,
+            },
+        )?;
+        Ok(info)
+    })
+    .await?;
     Ok(Json(info_value(&info)))
 }

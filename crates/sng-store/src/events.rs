@@ -730,3 +730,74 @@ mod tests {
         assert_eq!(s.events_undispatched(10).unwrap()[0].event, e);
     }
 }
+
+/// What an event listing keeps: every field given must match (`since`: occurred at or after,
+/// RFC 3339 with milliseconds, UTC, as events are stored).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EventFilter {
+    /// Workspace name.
+    pub workspace: Option<String>,
+    /// Run id.
+    pub run: Option<String>,
+    /// Correlation id.
+    pub correlation_id: Option<String>,
+    /// Event type.
+    pub event_type: Option<String>,
+    /// Earliest `occurredAt`.
+    pub since: Option<String>,
+}
+
+impl Store {
+    /// One page of the events of a tenant that `filter` keeps, newest first: at most `limit`
+    /// (≥ 1) events older than the event `before` (its sequence number), and the sequence number
+    /// of the last one when more remain: pass it as `before` for the next page (keyset
+    /// pagination on the outbox order).
+    pub fn events_page(
+        &self,
+        tenant: &str,
+        filter: &EventFilter,
+        limit: usize,
+        before: Option<i64>,
+    ) -> Result<(Vec<Event>, Option<i64>)> {
+        if limit == 0 {
+            return Err(StoreError::Invalid("limit must be at least 1".into()));
+        }
+        let fetch = i64::try_from(limit).unwrap_or(i64::MAX).saturating_add(1);
+        let conn = self.conn();
+        let mut stmt = conn.prepare_cached(
+            "SELECT seq, body FROM events WHERE tenant = ?1
+               AND (?2 IS NULL OR workspace = ?2) AND (?3 IS NULL OR run_id = ?3)
+               AND (?4 IS NULL OR correlation_id = ?4) AND (?5 IS NULL OR event_type = ?5)
+               AND (?6 IS NULL OR occurred_at >= ?6) AND (?7 IS NULL OR seq < ?7)
+             ORDER BY seq DESC LIMIT ?8",
+        )?;
+        let mut rows = stmt
+            .query_map(
+                params![
+                    tenant,
+                    filter.workspace,
+                    filter.run,
+                    filter.correlation_id,
+                    filter.event_type,
+                    filter.since,
+                    before,
+                    fetch
+                ],
+                |r| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?)),
+            )?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        let more = rows.len() > limit;
+        rows.truncate(limit);
+        let next = if more {
+            rows.last().map(|(seq, _)| *seq)
+        } else {
+            None
+        };
+        let events = rows
+            .iter()
+            .map(|(_, b)| parse_event(b))
+            .collect::<Result<Vec<_>>>()?;
+        Ok((events, next))
+    }
+}

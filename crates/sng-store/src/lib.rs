@@ -4,6 +4,7 @@
 #![forbid(unsafe_code)]
 
 mod approvals;
+mod audit;
 mod crypto;
 mod error;
 mod events;
@@ -20,15 +21,16 @@ use std::sync::{Mutex, MutexGuard, RwLock};
 use rusqlite::Connection;
 
 pub use approvals::{ApprovalDecision, Cause, RunRef, Superseded};
+pub use audit::AuditEntry;
 pub use crypto::Cipher;
 pub use error::StoreError;
 pub use events::{
-    now_millis, unix_millis, DeadLetter, Delivery, Event, OutboxEvent, WebhookStats,
+    now_millis, unix_millis, DeadLetter, Delivery, Event, EventFilter, OutboxEvent, WebhookStats,
     EVENT_SCHEMA_VERSION,
 };
 pub use keys::{MasterKeyRotation, TenantKey, TenantKeyRotation};
 pub use objects::{Applied, ApplyOutcome};
-pub use runs::{Decision, RunRecord, RunToken};
+pub use runs::{Decision, RunPosition, RunRecord, RunToken};
 pub use state::{state_meta, LockOutcome, StateLock, StateVersion, WriteOutcome};
 pub use tokens::{Principal, Role, TokenCheck, TokenInfo};
 

@@ -146,7 +146,16 @@ const MIGRATIONS: &[&str] = &[
     // 7: the runs of a tenant in a time window (`spec.quotas.runsPerHour`, read on every pass)
     // without reading the tenant's whole history.
     "CREATE INDEX runs_by_tenant_time ON runs (tenant, created_at);",
-    // 8: the last values of each key of a Secret, sealed like its values (to mask them after a
+    // 8: the audit trail, one entry per write; kept when what it is about is deleted.
+    "CREATE TABLE audit (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        tenant TEXT NOT NULL,
+        workspace TEXT,
+        at TEXT NOT NULL,
+        entry TEXT NOT NULL
+     );
+     CREATE INDEX audit_by_workspace ON audit (tenant, workspace, seq);",
+    // 9: the last values of each key of a Secret, sealed like its values (to mask them after a
     // rotation: the state and plans still hold them).
     "ALTER TABLE objects ADD COLUMN previous BLOB;",
 ];

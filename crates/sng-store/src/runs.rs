@@ -198,6 +198,9 @@ pub struct RunToken {
     pub run_id: String,
 }
 
+/// Where a run sits in its workspace's listing: its creation time and its row.
+pub type RunPosition = (String, i64);
+
 /// Newest ended run by (tenant, workspace); `None` cached too (never ran).
 pub(crate) type LastEnded = std::collections::HashMap<(String, String), Option<RunRecord>>;
 
@@ -252,18 +255,7 @@ impl Store {
 
     /// One run of a tenant.
     pub fn run_get(&self, tenant: &str, id: &str) -> Result<Option<RunRecord>> {
-        let rec: Option<String> = self
-            .conn()
-            .query_row(
-                "SELECT record FROM runs WHERE tenant = ?1 AND id = ?2",
-                params![tenant, id],
-                |r| r.get(0),
-            )
-            .optional()?;
-        rec.map(|r| {
-            serde_json::from_str(&r).map_err(|e| StoreError::Corrupt(format!("run `{id}`: {e}")))
-        })
-        .transpose()
+        run_in(&self.conn(), tenant, id)
     }
 
     /// Runs of a workspace, newest first.
@@ -285,6 +277,53 @@ impl Store {
             "tenant = ?1 AND workspace = ?2 ORDER BY created_at DESC, rowid DESC LIMIT ?3",
             params![tenant, workspace, i64::try_from(limit).unwrap_or(i64::MAX)],
         )
+    }
+
+    /// One page of the runs of a workspace, newest first: at most `limit` (≥ 1) runs older than
+    /// the run `before` (its creation time and row), and that position of the last one when
+    /// more remain: pass it as `before` for the next page. The order is total (runs created at
+    /// the same time follow their row), so paging never skips nor repeats a run.
+    pub fn runs_page(
+        &self,
+        tenant: &str,
+        workspace: &str,
+        limit: usize,
+        before: Option<(&str, i64)>,
+    ) -> Result<(Vec<RunRecord>, Option<RunPosition>)> {
+        if limit == 0 {
+            return Err(StoreError::Invalid("limit must be at least 1".into()));
+        }
+        let fetch = i64::try_from(limit).unwrap_or(i64::MAX).saturating_add(1);
+        let (at, row) = before.unzip();
+        let conn = self.conn();
+        let mut stmt = conn.prepare_cached(
+            "SELECT created_at, rowid, record FROM runs WHERE tenant = ?1 AND workspace = ?2
+               AND (?3 IS NULL OR (created_at, rowid) < (?3, ?4))
+             ORDER BY created_at DESC, rowid DESC LIMIT ?5",
+        )?;
+        let mut rows = stmt
+            .query_map(params![tenant, workspace, at, row, fetch], |r| {
+                Ok((
+                    r.get::<_, String>(0)?,
+                    r.get::<_, i64>(1)?,
+                    r.get::<_, String>(2)?,
+                ))
+            })?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        let more = rows.len() > limit;
+        rows.truncate(limit);
+        let next = if more {
+            rows.last().map(|(at, row, _)| (at.clone(), *row))
+        } else {
+            None
+        };
+        let runs = rows
+            .iter()
+            .map(|(_, _, rec)| {
+                serde_json::from_str(rec).map_err(|e| StoreError::Corrupt(format!("run: {e}")))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok((runs, next))
     }
 
     /// The newest run of a workspace that succeeded.

@@ -69,6 +69,7 @@ pub fn apply(client: &Client, tenant: &str, args: &ApplyArgs) -> Result<(), CliE
         &format!("/tenants/{tenant}/apply"),
         &json!({"items": items, "dryRun": args.dry_run, "confirm": args.confirm}),
     )?;
+    crate::get::print_prod_mark(client, tenant);
     let suffix = if args.dry_run { " (dry run)" } else { "" };
     for item in answer["items"].as_array().into_iter().flatten() {
         let (kind, name) = (

@@ -277,6 +277,10 @@ pub enum KindCommand {
         /// prints one list. 0: everything in one request.
         #[arg(long, default_value_t = crate::get::LIST_CHUNK, value_parser = parse_chunk_size)]
         chunk_size: usize,
+        /// Label selector, as in kubectl: `team=x`, `team!=x`, `team in (x,y)`,
+        /// `team notin (x)`, `team`, `!team`; commas join requirements (all must hold).
+        #[arg(short = 'l', long = "selector")]
+        selector: Option<String>,
     },
     /// Delete an object.
     Delete {
@@ -457,6 +461,7 @@ pub fn run(cli: Cli, matches: &clap::ArgMatches) -> Result<(), CliError> {
                 output,
                 watch,
                 chunk_size,
+                selector,
             } => {
                 let client = Client::new(&g)?;
                 let kind = parse_kind(&kind)?;
@@ -468,6 +473,7 @@ pub fn run(cli: Cli, matches: &clap::ArgMatches) -> Result<(), CliError> {
                         name.as_deref(),
                         output,
                         chunk_size,
+                        selector.as_deref(),
                     )
                 } else {
                     crate::get::get(
@@ -477,6 +483,7 @@ pub fn run(cli: Cli, matches: &clap::ArgMatches) -> Result<(), CliError> {
                         name.as_deref(),
                         output,
                         chunk_size,
+                        selector.as_deref(),
                     )
                 }
             }
@@ -598,6 +605,7 @@ pub fn run(cli: Cli, matches: &clap::ArgMatches) -> Result<(), CliError> {
                 None,
                 output,
                 crate::get::LIST_CHUNK,
+                None,
             ),
         },
     }

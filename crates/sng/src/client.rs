@@ -109,11 +109,17 @@ impl Client {
     /// GET a listing, following its `metadata.continue` cursor page after page (`chunk` objects
     /// a page; 0: everything in one request), and answer one List with every item, in the shape
     /// the API gives without `limit` (no cursor).
-    pub fn list(&self, path: &str, chunk: usize) -> Result<Value, CliError> {
+    /// `params` (a label selector, …) go with every page.
+    pub fn list(
+        &self,
+        path: &str,
+        chunk: usize,
+        params: &[(&str, String)],
+    ) -> Result<Value, CliError> {
         let mut items = Vec::new();
         let mut cursor: Option<String> = None;
         loop {
-            let mut query: Vec<(&str, String)> = Vec::new();
+            let mut query: Vec<(&str, String)> = params.to_vec();
             if chunk > 0 {
                 query.push(("limit", chunk.to_string()));
             }

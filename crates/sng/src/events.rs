@@ -14,6 +14,19 @@ pub enum EventsCommand {
     Events(EventsArgs),
     /// List webhook deliveries that gave up (dead letters), or replay one.
     Deadletters(DeadlettersArgs),
+    /// The audit trail of the tenant, newest first: every write, who made it (token id and
+    /// description), when, the generation it produced. Kept after a workspace is deleted.
+    Audit(AuditArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct AuditArgs {
+    /// Only the writes of this workspace.
+    #[arg(long)]
+    pub workspace: Option<String>,
+    /// Output format.
+    #[arg(short, long, value_enum)]
+    pub output: Option<Output>,
 }
 
 #[derive(Args, Debug)]
@@ -21,6 +34,18 @@ pub struct EventsArgs {
     /// Only the events of this workspace.
     #[arg(long)]
     pub workspace: Option<String>,
+    /// Only the events of this run (its id).
+    #[arg(long)]
+    pub run: Option<String>,
+    /// Only the events of this correlation id (a run's, carried through its log and webhooks).
+    #[arg(long)]
+    pub correlation_id: Option<String>,
+    /// Only the events of this type (`run.completed`, …).
+    #[arg(long = "type")]
+    pub event_type: Option<String>,
+    /// Only the events since this time: RFC 3339, or a duration back from now (`30m`, `2h`, `7d`).
+    #[arg(long)]
+    pub since: Option<String>,
     /// At most this many events (the newest).
     #[arg(long, default_value_t = 100)]
     pub limit: usize,
@@ -55,11 +80,28 @@ pub fn run(g: &Global, command: EventsCommand) -> Result<(), CliError> {
     match command {
         EventsCommand::Events(args) => {
             let mut path = format!("/tenants/{tenant}/events?limit={}", args.limit);
-            if let Some(ws) = &args.workspace {
-                path.push_str(&format!("&workspace={}", encode(ws)));
+            for (name, value) in [
+                ("workspace", &args.workspace),
+                ("run", &args.run),
+                ("correlationId", &args.correlation_id),
+                ("type", &args.event_type),
+                ("since", &args.since),
+            ] {
+                if let Some(v) = value {
+                    path.push_str(&format!("&{name}={}", encode(v)));
+                }
             }
             let answer = client.get(&path)?;
             print_items(&answer, args.output, events_table)
+        }
+        EventsCommand::Audit(args) => {
+            let params: Vec<(&str, String)> = args
+                .workspace
+                .iter()
+                .map(|w| ("workspace", w.clone()))
+                .collect();
+            let answer = client.list(&format!("/tenants/{tenant}/audit"), 500, &params)?;
+            print_items(&answer, args.output, audit_table)
         }
         EventsCommand::Deadletters(DeadlettersArgs {
             command: Some(DeadlettersCommand::Replay { id }),
@@ -139,6 +181,23 @@ fn events_table(items: &[Value]) -> Vec<Vec<String>> {
             s(e, "/run"),
             s(e, "/correlationId"),
             s(e, "/externalId"),
+        ]
+    }));
+    rows
+}
+
+fn audit_table(items: &[Value]) -> Vec<Vec<String>> {
+    let mut rows = vec![["AT", "ACTION", "OBJECT", "OUTCOME", "GEN", "BY"]
+        .map(String::from)
+        .to_vec()];
+    rows.extend(items.iter().map(|e| {
+        vec![
+            s(e, "/at"),
+            s(e, "/action"),
+            format!("{}/{}", s(e, "/kind").to_ascii_lowercase(), s(e, "/name")),
+            s(e, "/outcome"),
+            s(e, "/generation"),
+            format!("{} ({})", s(e, "/tokenDescription"), s(e, "/tokenId")),
         ]
     }));
     rows

@@ -125,6 +125,7 @@ pub fn explain(
         ),
         Some(Output::Yaml) => print!("{}", serde_yaml::to_string(&answer["chain"]).expect("yaml")),
         _ => {
+            crate::get::print_prod_mark(client, tenant);
             for s in answer["chain"].as_array().into_iter().flatten() {
                 let indent = "  ".repeat(s["depth"].as_u64().unwrap_or(0) as usize);
                 println!(

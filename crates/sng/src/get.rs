@@ -23,10 +23,34 @@ fn print_value(value: &Value, output: Output) {
     }
 }
 
+/// Whether `tenant` is production (`spec.production`); false when it cannot be read.
+pub fn is_production(client: &Client, tenant: &str) -> bool {
+    client
+        .get(&format!("/tenants/{tenant}"))
+        .ok()
+        .and_then(|t| t.pointer("/spec/production").and_then(Value::as_bool))
+        .unwrap_or(false)
+}
+
+/// The PROD mark line of `tenant` on stdout, when it is production.
+pub fn print_prod_mark(client: &Client, tenant: &str) {
+    if is_production(client, tenant) {
+        print!("{}", table::prod_line(tenant, table::stdout_colors()));
+    }
+}
+
 /// Objects asked per request when listing: the CLI follows the server's cursor by itself.
 pub const LIST_CHUNK: usize = 500;
 
-/// One object, or every object of a kind (page by page, `chunk_size` a page; 0: in one request).
+/// The query parameters of a listing with a label selector (`-l`), if any.
+pub fn selector_params(selector: Option<&str>) -> Vec<(&'static str, String)> {
+    selector
+        .map(|s| vec![("labelSelector", s.to_string())])
+        .unwrap_or_default()
+}
+
+/// One object, or every object of a kind (page by page, `chunk_size` a page; 0: in one request),
+/// those `selector` matches only.
 pub fn get(
     client: &Client,
     tenant: &str,
@@ -34,7 +58,13 @@ pub fn get(
     name: Option<&str>,
     output: Option<Output>,
     chunk_size: usize,
+    selector: Option<&str>,
 ) -> Result<(), CliError> {
+    if name.is_some() && selector.is_some() {
+        return Err(CliError::Usage(
+            "a label selector (`-l`) selects among a listing; give no NAME with it".into(),
+        ));
+    }
     // Secret values are shown only when one secret is asked by name in yaml or json.
     let reveal = kind == Kind::Secret
         && name.is_some()
@@ -45,8 +75,15 @@ pub fn get(
     }
     let answer = match name {
         Some(_) => client.get(&path)?,
-        None => client.list(&path, chunk_size)?,
+        None => client.list(&path, chunk_size, &selector_params(selector))?,
     };
+    let table = !matches!(output, Some(Output::Yaml | Output::Json));
+    if kind == Kind::Workspace
+        && table
+        && (name.is_some() || !answer["items"].as_array().is_none_or(Vec::is_empty))
+    {
+        print_prod_mark(client, tenant);
+    }
     print_answer(kind, tenant, name, output, &answer);
     Ok(())
 }

@@ -18,6 +18,22 @@ pub fn age(created: Option<&str>, now: DateTime<Utc>) -> String {
     }
 }
 
+/// Colours on stdout: only a terminal, and only when `NO_COLOR` is unset (or empty).
+pub fn stdout_colors() -> bool {
+    std::io::IsTerminal::is_terminal(&std::io::stdout())
+        && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+}
+
+/// The line that marks work in a production tenant: `PROD`, red when `color`.
+pub fn prod_line(tenant: &str, color: bool) -> String {
+    let mark = if color {
+        "\x1b[1;31mPROD\x1b[0m"
+    } else {
+        "PROD"
+    };
+    format!("{mark} tenant `{tenant}` is production: a destroy or replace needs the workspace name re-typed\n")
+}
+
 fn str_at<'a>(v: &'a Value, path: &[&str]) -> Option<&'a str> {
     path.iter()
         .try_fold(v, |v, k| v.get(k))
@@ -60,6 +76,11 @@ pub fn workspace_state(v: &Value) -> (String, String) {
         reason_of(t)
     } else if is_true("Ready") {
         "Ready".into()
+    } else if condition(v, "Ready").is_some_and(|c| c["reason"] == "Suspended") {
+        match v.pointer("/metadata/generation").and_then(Value::as_i64) {
+            Some(g) => format!("Suspended (gen {g} pending)"),
+            None => "Suspended (changes pending)".into(),
+        }
     } else if v.pointer("/spec/suspend") == Some(&Value::Bool(true)) {
         "Suspended".into()
     } else if let Some(c) = condition(v, "Ready") {
@@ -244,6 +265,17 @@ mod tests {
     use serde_json::json;
 
     #[test]
+    fn prod_mark_is_red_only_when_asked() {
+        let plain = prod_line("bank", false);
+        assert!(plain.starts_with("PROD tenant `bank` is production") && !plain.contains('\x1b'));
+        let red = prod_line("bank", true);
+        assert!(
+            red.starts_with("\x1b[1;31mPROD\x1b[0m tenant `bank`"),
+            "{red:?}"
+        );
+    }
+
+    #[test]
     fn ages() {
         let now = DateTime::parse_from_rfc3339("2026-01-10T00:00:00Z")
             .unwrap()
@@ -280,6 +312,10 @@ mod tests {
             (
                 json!({"status": {"conditions": [cond("Ready", "True", ""), cond("Drifted", "True", "DriftDetected")]}}),
                 ("True", "DriftDetected"),
+            ),
+            (
+                json!({"metadata": {"generation": 3}, "spec": {"suspend": true}, "status": {"observedGeneration": 2, "conditions": [cond("Ready", "False", "Suspended")]}}),
+                ("False", "Suspended (gen 3 pending)"),
             ),
             (
                 json!({"status": {"conditions": [cond("Ready", "False", "DependencyNotReady")]}}),

@@ -243,6 +243,7 @@ pub fn watch(
     name: Option<&str>,
     output: Option<Output>,
     chunk_size: usize,
+    selector: Option<&str>,
 ) -> Result<(), CliError> {
     let path = match name {
         Some(n) => format!("/tenants/{tenant}/{}/{n}", kind.plural()),
@@ -252,7 +253,7 @@ pub fn watch(
     loop {
         let answer = match name {
             Some(_) => client.get(&path)?,
-            None => client.list(&path, chunk_size)?,
+            None => client.list(&path, chunk_size, &crate::get::selector_params(selector))?,
         };
         let key = answer.to_string();
         if key != last {

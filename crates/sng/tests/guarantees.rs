@@ -346,6 +346,7 @@ fn crashes_at_random_points_lose_nothing() {
     // Address -> id, as first recorded in a state version.
     let mut known: std::collections::BTreeMap<String, String> = Default::default();
     let mut last_serial = 0i64;
+    let mut seen_serials: Vec<i64> = vec![];
     let mut cuts = 0;
     for round in 0..iterations {
         let n = round + 2;
@@ -361,6 +362,7 @@ fn crashes_at_random_points_lose_nothing() {
         let ws = server.settled("grow");
         assert_ready(&ws);
         let runs = server.runs("grow");
+        cuts = 0;
         for r in runs["items"].as_array().unwrap() {
             let phase = r["phase"].as_str().unwrap_or_default();
             assert!(
@@ -388,16 +390,26 @@ fn crashes_at_random_points_lose_nothing() {
             .iter()
             .map(|v| v["serial"].as_i64().unwrap())
             .collect();
-        let mut by_time = versions.clone();
-        by_time.sort_by_key(|v| v["createdAt"].as_str().unwrap_or_default().to_string());
-        let forward: Vec<i64> = by_time
+        // A higher serial was never written before a lower one (times have a second's
+        // resolution: equal times are fine).
+        let mut by_serial = versions.clone();
+        by_serial.sort_by_key(|v| v["serial"].as_i64().unwrap());
+        let times: Vec<&str> = by_serial
             .iter()
-            .map(|v| v["serial"].as_i64().unwrap())
+            .map(|v| v["createdAt"].as_str().unwrap_or_default())
             .collect();
         assert!(
-            forward.windows(2).all(|w| w[0] < w[1]),
-            "round {round}: serials do not only go forward: {forward:?}"
+            times.windows(2).all(|w| w[0] <= w[1]),
+            "round {round}: serials do not only go forward: {serials:?} written at {times:?}"
         );
+        // No version is ever lost.
+        for s in &seen_serials {
+            assert!(
+                serials.contains(s),
+                "round {round}: state version {s} was lost"
+            );
+        }
+        seen_serials = serials.clone();
         let newest = *serials.iter().max().unwrap();
         assert!(newest >= last_serial, "round {round}: serial went back");
         last_serial = newest;
@@ -432,7 +444,7 @@ fn crashes_at_random_points_lose_nothing() {
         );
     }
     eprintln!(
-        "crash test: {iterations} kills, {cuts} runs recorded cut, {} resources",
+        "crash test: {iterations} kills, {cuts} runs recorded Interrupted, {} resources",
         known.len()
     );
 }

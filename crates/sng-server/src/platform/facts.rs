@@ -108,9 +108,12 @@ pub fn inputs_digest(ws: &Workspace, inputs: &Inputs) -> BTreeMap<String, String
         format!("sha256:{}", hex::encode(h.finalize()))
     };
     let mut out = BTreeMap::new();
+    // `suspend` says whether runs start, not what they do: suspending (or resuming) is no change.
+    let mut spec = ws.spec.clone();
+    spec.suspend = None;
     out.insert(
         "spec".to_string(),
-        hash(&[serde_json::to_string(&ws.spec).expect("spec serializes")]),
+        hash(&[serde_json::to_string(&spec).expect("spec serializes")]),
     );
     for (part, items) in &inputs.parts {
         let mut items = items.clone();
@@ -234,8 +237,16 @@ pub fn observe(
                 format!("waiting for output `{output}` of workspace `{parent}`"),
             )),
         ),
+        Err(InputError::ParentOutputsNotOwned(m)) => {
+            (None, Some(("DependencyNotReady".to_string(), m)))
+        }
         Err(InputError::Other(m)) => (None, Some(("InputsUnavailable".to_string(), m))),
     };
+    // Checked before any run: nothing is applied into a conflict over the outputs secret.
+    let problem = problem.or_else(|| {
+        super::record::outputs_conflict(store, tenant, ws)
+            .map(|m| (super::record::OUTPUTS_SECRET_CONFLICT.to_string(), m))
+    });
     let hash = inputs
         .as_ref()
         .map(|i| inputs_hash(ws, i))
@@ -292,6 +303,7 @@ pub fn observe(
         children,
         cycle: snap.cycle_of.get(name).cloned().unwrap_or_default(),
         suspend: spec.suspend == Some(true),
+        generation: ws.metadata.generation.unwrap_or(0),
         manual: spec.approval == Some(sng_api::workspace::Approval::Manual),
         refresh,
         parents,

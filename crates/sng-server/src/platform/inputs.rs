@@ -26,6 +26,9 @@ pub enum InputError {
         /// Output.
         output: String,
     },
+    /// The parent's outputs secret exists but was not published by the parent.
+    #[error("{0}")]
+    ParentOutputsNotOwned(String),
     /// Anything else (store errors, bad data).
     #[error("{0}")]
     Other(String),
@@ -105,6 +108,14 @@ fn parent_output(
         .get(Kind::Secret, tenant, &name)
         .map_err(|e| InputError::Other(e.to_string()))?
     {
+        // Only what the parent itself published (the platform's owner label).
+        Some(Object::Secret(s))
+            if s.metadata.labels.get(super::worker::OUTPUTS_OWNER_LABEL) != Some(&p.metadata.name) =>
+        {
+            Err(InputError::ParentOutputsNotOwned(format!(
+                "waiting for output `{output}` of workspace `{parent}`: its outputs secret `{name}` was not published by `{parent}`"
+            )))
+        }
         Some(Object::Secret(s)) => Ok(s
             .value(output)
             .map(|b| String::from_utf8_lossy(&b).into_owned())),

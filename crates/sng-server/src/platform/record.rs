@@ -51,11 +51,24 @@ pub(super) fn changed_parts(
     );
     changed.sort();
     changed.dedup();
+    // The manifest: which generation, and who wrote it (from the audit trail).
+    let spec = match store.get(sng_api::Kind::Workspace, tenant, name) {
+        Ok(Some(ws)) => {
+            ws.meta()
+                .generation
+                .map(|g| match crate::audit::author(store, tenant, name, g) {
+                    Some(by) => format!("the manifest (spec) generation {g}, {by}"),
+                    None => format!("the manifest (spec) generation {g}"),
+                })
+        }
+        _ => None,
+    }
+    .unwrap_or_else(|| "the manifest (spec)".into());
     (!changed.is_empty()).then(|| {
         changed
             .iter()
             .map(|c| match *c {
-                "spec" => "the manifest (spec)",
+                "spec" => spec.as_str(),
                 "secrets" => "secret values",
                 "parents" => "parents' outputs",
                 "providers" => "Providers",
@@ -78,8 +91,18 @@ pub(super) fn cause(
 ) -> String {
     let generation = ws.metadata.generation.unwrap_or(0);
     match trigger {
-        Trigger::Created => format!("workspace created (generation {generation})"),
-        Trigger::InputsChanged => format!("inputs changed (generation {generation})"),
+        Trigger::Created => {
+            match crate::audit::author(store, tenant, &ws.metadata.name, generation) {
+                Some(by) => format!("workspace created (generation {generation}), {by}"),
+                None => format!("workspace created (generation {generation})"),
+            }
+        }
+        Trigger::InputsChanged => {
+            match crate::audit::author(store, tenant, &ws.metadata.name, generation) {
+                Some(by) => format!("inputs changed (generation {generation}, {by})"),
+                None => format!("inputs changed (generation {generation})"),
+            }
+        }
         Trigger::Refresh => format!(
             "refresh every {}",
             ws.spec
@@ -121,13 +144,39 @@ pub(super) fn run_limits(ws: &Workspace) -> sng_runner::Limits {
     }
 }
 
+/// Condition reason of a workspace whose outputs secret belongs to someone else.
+pub const OUTPUTS_SECRET_CONFLICT: &str = "OutputsSecretConflict";
+
+/// Why the outputs secret of `ws` may not be written by it: it exists and is not owned by
+/// this workspace (the platform's owner label), naming the secret and its owner.
+pub fn outputs_conflict(store: &Store, tenant: &str, ws: &Workspace) -> Option<String> {
+    let name = ws.outputs_secret_name();
+    let secret = store.get(sng_api::Kind::Secret, tenant, &name).ok()??;
+    let owner = secret.meta().labels.get(OUTPUTS_OWNER_LABEL);
+    if owner == Some(&ws.metadata.name) {
+        return None;
+    }
+    let by = match owner {
+        Some(o) => format!("it is the outputs secret of workspace `{o}`"),
+        None => "it is a user secret".to_string(),
+    };
+    Some(format!(
+        "the outputs secret `{name}` exists and was not published by workspace `{}`: {by}; nothing is run into a conflict\nhint: choose another `spec.outputs.secretName`",
+        ws.metadata.name
+    ))
+}
+
 /// Publish the outputs secret: one key per output, JSON when the output is not a string.
+/// Refused (nothing written) when the secret belongs to someone else.
 pub(super) fn publish_outputs(
     store: &Store,
     tenant: &str,
     ws: &Workspace,
     outputs: &Value,
 ) -> Result<(), String> {
+    if let Some(m) = outputs_conflict(store, tenant, ws) {
+        return Err(m);
+    }
     let mut data = BTreeMap::new();
     for (k, o) in outputs.as_object().into_iter().flatten() {
         let v = match &o["value"] {

@@ -52,6 +52,7 @@ pub async fn plan(p: &Platform, tenant: &str, ws: Workspace) -> Result<Value, St
         no_lock: true,
         limits: Default::default(),
         pre_apply: None,
+        hold_destroys: false,
         outputs_source: None,
     };
     let out = sng_runner::execute(&p.runner, input, CancellationToken::new()).await;

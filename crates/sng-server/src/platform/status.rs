@@ -1,7 +1,7 @@
 //! Status written by the loop from what it observed: dependencies, blocking reasons, the next
 //! periodic run. Written only when something changed, never while a run owns the status.
 
-use sng_api::conditions::READY;
+use sng_api::conditions::{FAILED, READY};
 use sng_api::workspace::Workspace;
 use sng_api::Kind;
 use sng_core::conditions::set;
@@ -38,6 +38,11 @@ pub fn observe_into_status(
             set(
                 &mut st, READY, false, &b.reason, &b.message, &now_s, generation,
             );
+            if b.reason == super::record::OUTPUTS_SECRET_CONFLICT {
+                set(
+                    &mut st, FAILED, true, &b.reason, &b.message, &now_s, generation,
+                );
+            }
         }
         Action::Idle {
             requeue_at: Some(at),
@@ -45,6 +50,26 @@ pub fn observe_into_status(
             st.next_run_at = Some(rfc3339(*at));
         }
         _ => {}
+    }
+    // A suspension whose pending changes were reverted (or applied): Ready again.
+    let f = &obs.facts;
+    let suspended_reason = st
+        .conditions
+        .iter()
+        .any(|c| c.type_ == READY && c.status == "False" && c.reason == "Suspended");
+    if suspended_reason
+        && matches!(action, Action::Idle { .. })
+        && f.applied_hash.as_deref() == Some(f.inputs_hash.as_str())
+    {
+        set(
+            &mut st,
+            READY,
+            true,
+            "Succeeded",
+            "no input changed since the last successful apply",
+            &now_s,
+            generation,
+        );
     }
     if obs.facts.refresh.is_none() {
         st.next_run_at = None;

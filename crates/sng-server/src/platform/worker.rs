@@ -162,6 +162,8 @@ struct Ended {
     has_changes: bool,
     /// The step a cancel or the deadline interrupted.
     interrupted_step: Option<String>,
+    /// Stopped after its plan: a destroy/replace on a production tenant awaits a confirmed approval.
+    held: bool,
 }
 
 fn op_name(op: Operation) -> &'static str {
@@ -554,6 +556,13 @@ pub async fn run_workspace(
             (phase, Some(result), Some(m))
         }
     };
+    let message = if ended.held && ended.result == RunResult::Succeeded {
+        Some(held_for_confirmation(
+            &mut st, tenant, name, &now, generation,
+        ))
+    } else {
+        message
+    };
     if let Some(result) = apply_result {
         st.last_apply = Some(ApplySummary {
             at: now.clone(),
@@ -702,6 +711,35 @@ fn await_approval(st: &mut WorkspaceStatus, name: &str, now: &str, generation: i
     set(st, READY, false, "AwaitingApproval", &msg, now, generation);
 }
 
+/// A production destroy/replace awaits an approval with the workspace name re-typed, whatever
+/// `approval` says: the awaiting plan and the command, in the conditions; the message.
+fn held_for_confirmation(
+    st: &mut WorkspaceStatus,
+    tenant: &str,
+    name: &str,
+    now: &str,
+    generation: i64,
+) -> String {
+    let (id, destroy) = st
+        .last_plan
+        .as_ref()
+        .map_or((String::new(), 0), |p| (p.id.clone(), p.destroy));
+    let msg = format!(
+        "plan {id} destroys or replaces {destroy} resource(s) on production tenant `{tenant}`: a production destroy/replace needs an approval with the re-typed name, whatever `approval` says: sng approve workspace {name} {id} --confirm {name}"
+    );
+    set(
+        st,
+        AWAITING_APPROVAL,
+        true,
+        "AwaitingApproval",
+        &msg,
+        now,
+        generation,
+    );
+    set(st, READY, false, "AwaitingApproval", &msg, now, generation);
+    msg
+}
+
 #[allow(clippy::too_many_arguments)]
 async fn run_inner(
     p: &Platform,
@@ -721,6 +759,7 @@ async fn run_inner(
         planned_with_defaults: false,
         has_changes: false,
         interrupted_step: None,
+        held: false,
     };
     let fail = |mut e: Ended, reason: &str, m: String| {
         e.result = RunResult::Failed(m);
@@ -734,7 +773,9 @@ async fn run_inner(
         Ok(Err(e)) => {
             let reason = match e {
                 InputError::SecretNotFound(_) => "SecretNotFound",
-                InputError::ParentOutputMissing { .. } => "DependencyNotReady",
+                InputError::ParentOutputMissing { .. } | InputError::ParentOutputsNotOwned(_) => {
+                    "DependencyNotReady"
+                }
                 InputError::ProviderNotFound(_) => "ProviderNotFound",
                 InputError::Other(_) => "RunFailed",
             };
@@ -849,6 +890,8 @@ async fn run_inner(
             &input_secrets,
         ),
         outputs_source: http_state.then(|| platform_outputs(p, tenant, name)),
+        hold_destroys: operation == Operation::Apply
+            && crate::routes::is_production(&p.store, tenant),
     };
     let store = p.store.clone();
     let (t, n) = (tenant.to_string(), name.to_string());
@@ -904,6 +947,10 @@ async fn run_inner(
         record.state_serial_after = out.state_serial;
     }
     record.policies = policy_slot.lock().expect("lock").clone();
+    if out.held {
+        ended.operation = Operation::Plan;
+        ended.held = true;
+    }
     if let Some(plan) = &out.plan {
         let id = plan_id(run_id, &plan.hash);
         let c = plan.counts;
@@ -937,11 +984,16 @@ async fn run_inner(
             match tokio::task::spawn_blocking(move || publish_outputs(&store, &t, &w, &o)).await {
                 Ok(Ok(())) => {}
                 Ok(Err(e)) => {
+                    let conflict = super::record::outputs_conflict(&p.store, tenant, ws).is_some();
                     return fail(
                         ended,
-                        "RunFailed",
+                        if conflict {
+                            super::record::OUTPUTS_SECRET_CONFLICT
+                        } else {
+                            "RunFailed"
+                        },
                         format!("cannot publish the outputs: {e}"),
-                    )
+                    );
                 }
                 Err(e) => return fail(ended, "RunFailed", format!("internal error: {e}")),
             }

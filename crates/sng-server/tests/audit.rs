@@ -1,0 +1,236 @@
+//! The audit trail: every write recorded with its principal (token id and description), time
+//! and generation, listed newest first and paged, kept after the workspace is deleted, never a
+//! secret value nor a token value.
+
+mod common;
+
+use axum::body::Body;
+use axum::http::{Method, Request, StatusCode};
+use serde_json::{json, Value};
+use sng_server::AppState;
+use sng_store::{Role, Store};
+
+struct Api {
+    state: AppState,
+    admin: String,
+}
+
+impl Api {
+    fn new() -> Api {
+        let store = Store::open_in_memory().unwrap();
+        let (_, admin) = store.create_token(None, Role::Admin, "test").unwrap();
+        Api {
+            state: common::app_state(store),
+            admin,
+        }
+    }
+
+    async fn call(&self, method: Method, path: &str, body: Option<Value>) -> (StatusCode, Value) {
+        self.call_as(&self.admin.clone(), method, path, body).await
+    }
+
+    async fn call_as(
+        &self,
+        token: &str,
+        method: Method,
+        path: &str,
+        body: Option<Value>,
+    ) -> (StatusCode, Value) {
+        let req = Request::builder()
+            .method(method)
+            .uri(path)
+            .header("authorization", format!("Bearer {token}"));
+        let req = match body {
+            Some(b) => req
+                .header("content-type", "application/json")
+                .body(Body::from(b.to_string())),
+            None => req.body(Body::empty()),
+        }
+        .unwrap();
+        let (status, bytes) = common::send(&self.state, req).await;
+        let value = serde_json::from_slice(&bytes)
+            .unwrap_or(Value::String(String::from_utf8_lossy(&bytes).into()));
+        (status, value)
+    }
+
+    async fn get(&self, path: &str) -> (StatusCode, Value) {
+        self.call(Method::GET, path, None).await
+    }
+
+    async fn apply_as(&self, token: &str, items: Vec<Value>) -> (StatusCode, Value) {
+        self.call_as(
+            token,
+            Method::POST,
+            "/api/v1/tenants/default/apply",
+            Some(json!({ "items": items })),
+        )
+        .await
+    }
+}
+
+fn ws(name: &str, tag: &str) -> Value {
+    json!({"apiVersion": "tofu.stackngo.io/v1alpha1", "kind": "Workspace",
+           "metadata": {"name": name},
+           "spec": {"module": {"source": "oci://r.example/acme/pet", "tag": tag}}})
+}
+
+const CANARY: &str = "CANARY-audit-7731";
+
+/// An operator token of `default` described `ci-bot`: (id, value).
+async fn ci_bot(api: &Api) -> (String, String) {
+    let (code, body) = api
+        .call(
+            Method::POST,
+            "/api/v1/tenants/default/tokens",
+            Some(json!({"role": "operator", "description": "ci-bot"})),
+        )
+        .await;
+    assert_eq!(code, StatusCode::CREATED, "{body}");
+    (
+        body["id"].as_str().unwrap().to_string(),
+        body["token"].as_str().unwrap().to_string(),
+    )
+}
+
+#[tokio::test]
+async fn every_write_is_audited_with_its_principal_and_outlives_the_workspace() {
+    let api = Api::new();
+    let (id, value) = ci_bot(&api).await;
+    for tag in ["1", "2"] {
+        let (code, body) = api.apply_as(&value, vec![ws("app", tag)]).await;
+        assert_eq!(code, StatusCode::OK, "{body}");
+    }
+    let secret = json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "db"},
+                        "stringData": {"password": CANARY}});
+    let (code, body) = api.apply_as(&value, vec![secret]).await;
+    assert_eq!(code, StatusCode::OK, "{body}");
+    let (code, body) = api
+        .call_as(
+            &value,
+            Method::DELETE,
+            "/api/v1/tenants/default/workspaces/app",
+            None,
+        )
+        .await;
+    assert_eq!(code, StatusCode::OK, "{body}");
+
+    let (code, body) = api.get("/api/v1/tenants/default/audit?workspace=app").await;
+    assert_eq!(code, StatusCode::OK, "{body}");
+    let items = body["items"].as_array().unwrap();
+    let seen: Vec<(&str, &str, Option<i64>)> = items
+        .iter()
+        .map(|e| {
+            (
+                e["action"].as_str().unwrap(),
+                e["outcome"].as_str().unwrap_or(""),
+                e["generation"].as_i64(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            ("delete", "deleted", Some(2)),
+            ("apply", "configured", Some(2)),
+            ("apply", "created", Some(1)),
+        ],
+        "newest first, kept after the deletion: {body}"
+    );
+    for e in items {
+        assert_eq!(e["tokenId"], json!(id), "{e}");
+        assert_eq!(e["tokenDescription"], "ci-bot", "{e}");
+        assert_eq!(e["kind"], "Workspace", "{e}");
+        assert!(e["at"].as_str().unwrap().starts_with("20"), "{e}");
+    }
+
+    // The whole trail: the token's creation (by the admin), the secret, never a value.
+    let (_, all) = api.get("/api/v1/tenants/default/audit").await;
+    let text = all.to_string();
+    assert!(!text.contains(CANARY), "no secret value: {text}");
+    assert!(!text.contains(&value), "no token value: {text}");
+    let actions: Vec<&str> = all["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["action"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        actions,
+        ["delete", "apply", "apply", "apply", "token.create"],
+        "{all}"
+    );
+    assert_eq!(all["items"][1]["kind"], "Secret");
+    assert_eq!(all["items"][4]["name"], json!(id));
+
+    // Paged like the other listings; unknown parameters refused.
+    let (_, first) = api.get("/api/v1/tenants/default/audit?limit=2").await;
+    assert_eq!(first["items"].as_array().unwrap().len(), 2);
+    let token = first["metadata"]["continue"].as_str().unwrap();
+    let (_, rest) = api
+        .get(&format!("/api/v1/tenants/default/audit?continue={token}"))
+        .await;
+    assert_eq!(rest["items"].as_array().unwrap().len(), 3, "{rest}");
+    let (code, body) = api.get("/api/v1/tenants/default/audit?ws=app").await;
+    assert_eq!(code, StatusCode::BAD_REQUEST, "{body}");
+    assert_eq!(
+        body["message"],
+        "unknown query parameter `ws`; expected one of workspace, limit, continue"
+    );
+}
+
+#[tokio::test]
+async fn revocations_and_refused_writes() {
+    let api = Api::new();
+    let (id, value) = ci_bot(&api).await;
+    // A refused write records nothing.
+    let (code, _) = api
+        .call_as(
+            &value,
+            Method::DELETE,
+            "/api/v1/tenants/default/workspaces/nope",
+            None,
+        )
+        .await;
+    assert_eq!(code, StatusCode::NOT_FOUND);
+    let (code, body) = api
+        .call(
+            Method::DELETE,
+            &format!("/api/v1/tenants/default/tokens/{id}"),
+            None,
+        )
+        .await;
+    assert_eq!(code, StatusCode::OK, "{body}");
+    let (_, all) = api.get("/api/v1/tenants/default/audit").await;
+    let actions: Vec<&str> = all["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["action"].as_str().unwrap())
+        .collect();
+    assert_eq!(actions, ["token.revoke", "token.create"], "{all}");
+    assert_eq!(all["items"][0]["name"], json!(id));
+}
+
+#[tokio::test]
+async fn tenant_creation_is_audited_in_the_new_tenant() {
+    let api = Api::new();
+    let (code, body) = api
+        .call(
+            Method::POST,
+            "/api/v1/tenants",
+            Some(json!({"name": "acme"})),
+        )
+        .await;
+    assert_eq!(code, StatusCode::CREATED, "{body}");
+    let secret = body["token"].as_str().unwrap().to_string();
+    let (_, all) = api.get("/api/v1/tenants/acme/audit").await;
+    let actions: Vec<&str> = all["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["action"].as_str().unwrap())
+        .collect();
+    assert_eq!(actions, ["token.create", "apply"], "{all}");
+    assert_eq!(all["items"][1]["tokenDescription"], "test");
+    assert!(!all.to_string().contains(&secret), "no token value");
+}

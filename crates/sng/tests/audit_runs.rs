@@ -1,0 +1,50 @@
+//! With the real engine: a run's cause names the token that applied the generation it runs.
+
+mod common;
+
+use common::*;
+
+fn pet(source: &str, prefix: &str) -> String {
+    format!(
+        "apiVersion: tofu.stackngo.io/v1alpha1\nkind: Workspace\nmetadata:\n  name: pet\nspec:\n  module:\n    source: {source}\n    tag: \"1.0.0\"\n  vars:\n    prefix: {prefix}\n    length: 2\n"
+    )
+}
+
+#[test]
+fn a_run_cause_names_the_token_that_applied_the_manifest() {
+    let fx = Fixture::new();
+    fx.push_example("pet", "acme/pet", "1.0.0");
+    let server = fx.server(&[]);
+    let bot = last_line(&ok(server.sng(&[
+        "token",
+        "create",
+        "--role",
+        "operator",
+        "--description",
+        "ci-bot",
+    ])));
+    let apply = |prefix: &str| {
+        let file = write(
+            fx.files.path(),
+            "pet.yaml",
+            &pet(&fx.source("acme/pet"), prefix),
+        );
+        let o = server.sng_as(&bot, "default", &["apply", "-f", &file], None);
+        assert!(o.status.success(), "{}", err(&o));
+    };
+    apply("one");
+    server.settled_at("pet", 1);
+    apply("two");
+    server.settled_at("pet", 2);
+    let run = server.last_run("pet");
+    let cause = run["causedBy"].as_str().unwrap_or_default();
+    assert!(
+        cause.contains("the manifest (spec) generation 2, applied by token `ci-bot` ("),
+        "{run}"
+    );
+    let audit = ok(server.sng(&["audit", "--workspace", "pet", "-o", "json"]));
+    assert!(
+        audit.contains("\"tokenDescription\": \"ci-bot\""),
+        "{audit}"
+    );
+}
