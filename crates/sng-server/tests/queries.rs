@@ -3,58 +3,11 @@
 
 mod common;
 
-use axum::body::Body;
-use axum::http::{Method, Request, StatusCode};
+use axum::http::{Method, StatusCode};
 use serde_json::{json, Value};
-use sng_server::AppState;
-use sng_store::{Role, RunRecord, Store};
+use sng_store::RunRecord;
 
-struct Api {
-    state: AppState,
-    admin: String,
-}
-
-impl Api {
-    fn new() -> Api {
-        let store = Store::open_in_memory().unwrap();
-        let (_, admin) = store.create_token(None, Role::Admin, "test").unwrap();
-        Api {
-            state: common::app_state(store),
-            admin,
-        }
-    }
-
-    async fn call(&self, method: Method, path: &str, body: Option<Value>) -> (StatusCode, Value) {
-        let req = Request::builder()
-            .method(method)
-            .uri(path)
-            .header("authorization", format!("Bearer {}", self.admin));
-        let req = match body {
-            Some(b) => req
-                .header("content-type", "application/json")
-                .body(Body::from(b.to_string())),
-            None => req.body(Body::empty()),
-        }
-        .unwrap();
-        let (status, bytes) = common::send(&self.state, req).await;
-        let value = serde_json::from_slice(&bytes)
-            .unwrap_or(Value::String(String::from_utf8_lossy(&bytes).into()));
-        (status, value)
-    }
-
-    async fn get(&self, path: &str) -> (StatusCode, Value) {
-        self.call(Method::GET, path, None).await
-    }
-
-    async fn apply(&self, items: Vec<Value>) -> (StatusCode, Value) {
-        self.call(
-            Method::POST,
-            "/api/v1/tenants/default/apply",
-            Some(json!({ "items": items })),
-        )
-        .await
-    }
-}
+use common::Api;
 
 fn ws(name: &str, labels: Value) -> Value {
     json!({"apiVersion": "tofu.stackngo.io/v1alpha1", "kind": "Workspace",
