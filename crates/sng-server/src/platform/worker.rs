@@ -680,6 +680,20 @@ fn jitter_of(seed: &str) -> f64 {
     u32::from_le_bytes([d[0], d[1], d[2], d[3]]) as f64 / (u32::MAX as f64 + 1.0)
 }
 
+/// AwaitingApproval True and Ready False, both with `msg`.
+fn awaiting(st: &mut WorkspaceStatus, msg: &str, now: &str, generation: i64) {
+    set(
+        st,
+        AWAITING_APPROVAL,
+        true,
+        "AwaitingApproval",
+        msg,
+        now,
+        generation,
+    );
+    set(st, READY, false, "AwaitingApproval", msg, now, generation);
+}
+
 fn await_approval(st: &mut WorkspaceStatus, name: &str, now: &str, generation: i64) {
     let id = st
         .last_plan
@@ -699,16 +713,7 @@ fn await_approval(st: &mut WorkspaceStatus, name: &str, now: &str, generation: i
             unknown.join(", ")
         )
     };
-    set(
-        st,
-        AWAITING_APPROVAL,
-        true,
-        "AwaitingApproval",
-        &msg,
-        now,
-        generation,
-    );
-    set(st, READY, false, "AwaitingApproval", &msg, now, generation);
+    awaiting(st, &msg, now, generation);
 }
 
 /// A production destroy/replace awaits an approval with the workspace name re-typed, whatever
@@ -727,16 +732,7 @@ fn held_for_confirmation(
     let msg = format!(
         "plan {id} destroys or replaces {destroy} resource(s) on production tenant `{tenant}`: a production destroy/replace needs an approval with the re-typed name, whatever `approval` says: sng approve workspace {name} {id} --confirm {name}"
     );
-    set(
-        st,
-        AWAITING_APPROVAL,
-        true,
-        "AwaitingApproval",
-        &msg,
-        now,
-        generation,
-    );
-    set(st, READY, false, "AwaitingApproval", &msg, now, generation);
+    awaiting(st, &msg, now, generation);
     msg
 }
 
