@@ -7,6 +7,7 @@ use sng_api::workspace::WorkspaceStatus;
 use sng_api::Kind;
 use sng_core::approval::{judge, pending_of, Approval, Facts, Verdict};
 
+use crate::quarantine::{quarantine_tx, Quarantine, QuarantineEntry, QuarantineReason};
 use crate::runs::{add_decision, run_of_plan, Decision};
 use crate::{now_rfc3339, Result, Store, StoreError};
 
@@ -35,6 +36,10 @@ pub struct ApprovalDecision {
 pub enum Cause {
     /// A new spec: this generation.
     Generation(i64),
+    /// A new plan run of this generation replaces the plan awaiting approval (its inputs or the
+    /// state changed while it waited); a plan of an older generation is superseded as by
+    /// [`Cause::Generation`].
+    InputsChanged(i64),
     /// The workspace is deleted.
     Deletion,
 }
@@ -50,6 +55,8 @@ pub struct Superseded {
     pub decision: Decision,
     /// That run.
     pub run: Option<RunRef>,
+    /// The plan as quarantined now (`None`: it was quarantined already, or is being applied).
+    pub quarantined: Option<QuarantineEntry>,
 }
 
 fn run_ref(r: &crate::RunRecord) -> RunRef {
@@ -121,8 +128,9 @@ pub(crate) fn supersede_tx(
         Cause::Generation(g) => !pending
             .as_ref()
             .is_some_and(|p| p.generation >= g && p.plan_id == plan),
+        Cause::InputsChanged(_) => true,
     };
-    let applying = status.active_job.is_some() && matches!(cause, Cause::Generation(_));
+    let applying = status.active_job.is_some() && !matches!(cause, Cause::Deletion);
     let approval = match applying {
         true => None,
         false => approval_row(conn, tenant, workspace)?.filter(|a| stale(&a.plan_id)),
@@ -135,8 +143,10 @@ pub(crate) fn supersede_tx(
     }
     let pending = pending.filter(|p| match cause {
         Cause::Generation(g) => p.generation < g,
+        Cause::InputsChanged(g) => p.generation <= g,
         Cause::Deletion => true,
     });
+    let pending_generation = pending.as_ref().map(|p| p.generation);
     let Some(plan_id) = approval
         .as_ref()
         .map(|a| a.plan_id.clone())
@@ -163,11 +173,31 @@ pub(crate) fn supersede_tx(
         Some(_) => "approval".to_string(),
         None => format!("plan {plan_id}"),
     };
-    let (generation, message) = match cause {
-        Cause::Generation(g) => (Some(g), format!("{what} superseded by generation {g}")),
+    let plan_generation = run
+        .as_ref()
+        .filter(|r| r.plan.as_ref().is_some_and(|p| p["id"] == plan_id.as_str()))
+        .map(|r| r.generation)
+        .or(pending_generation);
+    let (generation, message, reason) = match cause {
+        Cause::Generation(g) => (
+            Some(g),
+            format!("{what} superseded by generation {g}"),
+            QuarantineReason::Superseded,
+        ),
+        Cause::InputsChanged(g) if plan_generation.is_some_and(|p| p < g) => (
+            Some(g),
+            format!("{what} superseded by generation {g}"),
+            QuarantineReason::Superseded,
+        ),
+        Cause::InputsChanged(g) => (
+            Some(g),
+            format!("{what} superseded: its inputs or the state changed while it waited; a new plan replaces it"),
+            QuarantineReason::InputsChanged,
+        ),
         Cause::Deletion => (
             None,
             format!("{what} superseded by the deletion of the workspace"),
+            QuarantineReason::WorkspaceDeleted,
         ),
     };
     let decision = Decision {
@@ -182,11 +212,38 @@ pub(crate) fn supersede_tx(
     if let Some(r) = &run {
         add_decision(conn, tenant, &r.id, &decision)?;
     }
+    // A plan a run is applying (its approval claimed) is not stale: its run decides.
+    let being_applied = applying
+        && approval_row(conn, tenant, workspace)?.is_some_and(|a| a.plan_id == plan_id);
+    let quarantined = if being_applied {
+        None
+    } else {
+        quarantine_tx(
+        conn,
+        &Quarantine {
+            tenant: tenant.to_string(),
+            workspace: workspace.to_string(),
+            plan_id: plan_id.clone(),
+            reason,
+            message: decision.message.clone(),
+            approved_by: approval.as_ref().map(|a| a.by.clone()),
+            superseded_by: generation,
+            new_plan: None,
+            generation: plan_generation,
+            plan_hash: status
+                .last_plan
+                .as_ref()
+                .filter(|p| p.id == plan_id && !p.hash.is_empty())
+                .map(|p| p.hash.clone()),
+        },
+    )?
+    };
     Ok(Some(Superseded {
         plan_id,
         approval: approval.map(|a| (a.by, a.at)),
         decision,
         run: run.as_ref().map(run_ref),
+        quarantined,
     }))
 }
 

@@ -11,6 +11,7 @@ mod events;
 mod keys;
 mod migrations;
 mod objects;
+mod quarantine;
 mod runs;
 mod state;
 mod tokens;
@@ -30,6 +31,7 @@ pub use events::{
 };
 pub use keys::{MasterKeyRotation, TenantKey, TenantKeyRotation};
 pub use objects::{Applied, ApplyOutcome};
+pub use quarantine::{Quarantine, QuarantineEntry, QuarantineReason};
 pub use runs::{Decision, RunPosition, RunRecord, RunToken};
 pub use state::{state_meta, LockOutcome, StateLock, StateVersion, WriteOutcome};
 pub use tokens::{Principal, Role, TokenCheck, TokenInfo};
