@@ -23,6 +23,8 @@ pub const EVENT_TYPES: &[&str] = &[
     "run.approval_refused",
     "approval.superseded",
     "plan.superseded",
+    "plan.quarantined",
+    "plan.discarded",
     "workspace.ready",
     "workspace.failed",
     "workspace.drifted",

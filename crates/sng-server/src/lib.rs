@@ -8,6 +8,7 @@ pub mod events;
 pub mod explain;
 mod keys;
 mod ops;
+mod quarantine;
 pub mod platform;
 pub mod rollback;
 mod routes;

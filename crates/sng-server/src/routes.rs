@@ -98,6 +98,7 @@ pub fn router(state: AppState) -> Router {
         .merge(crate::events::routes())
         .merge(crate::tokens::routes())
         .merge(crate::audit::routes())
+        .merge(crate::quarantine::routes())
         .fallback(|| async { ApiError::not_found("no such API path") })
         .with_state(state)
 }

@@ -1,9 +1,11 @@
 //! Events of opposing decisions: an approval refused, a plan (and its approval) superseded by a
 //! new spec or a deletion. The decisions themselves are taken and recorded by the store
 //! (`Store::approve`, `Store::apply`, `Store::mark_workspace_deleting`, `Store::supersede`).
+//! A plan that will never be applied is quarantined by the store with its supersession
+//! (`plan.quarantined`), or here when the plan made at apply time differs from the one approved.
 
 use serde_json::json;
-use sng_store::{RunRef, Store, Superseded};
+use sng_store::{QuarantineEntry, RunRef, Store, Superseded};
 
 fn correlation(run: Option<&RunRef>) -> String {
     run.map(|r| r.correlation_id.clone())
@@ -58,6 +60,72 @@ pub fn superseded(store: &Store, tenant: &str, workspace: &str, s: &Superseded) 
         );
     }
     tracing::info!(tenant, workspace, plan = %s.plan_id, reason = %d.message, "plan superseded");
+    if let Some(q) = &s.quarantined {
+        quarantined(store, tenant, workspace, s.run.as_ref(), q);
+    }
+}
+
+/// `plan.quarantined`: the entry (ids, reason, words; never a secret value).
+pub fn quarantined(
+    store: &Store,
+    tenant: &str,
+    workspace: &str,
+    run: Option<&RunRef>,
+    q: &QuarantineEntry,
+) {
+    let data = json!({"id": q.id, "planId": q.plan_id, "runId": q.run_id, "planHash": q.plan_hash,
+                      "generation": q.generation, "reason": q.reason, "message": q.message,
+                      "approvedBy": q.approved_by, "nextAction": q.next_action});
+    emit(store, "plan.quarantined", tenant, workspace, run, data);
+    tracing::info!(tenant, workspace, id = %q.id, plan = %q.plan_id, reason = %q.reason, "plan quarantined");
+}
+
+/// `plan.discarded`: a quarantined plan closed by a principal.
+pub fn discarded(store: &Store, q: &QuarantineEntry) {
+    let data = json!({"id": q.id, "planId": q.plan_id, "reason": q.reason,
+                      "discardedBy": q.discarded_by, "discardedAt": q.discarded_at});
+    let run = q.run_id.as_ref().and_then(|id| store.run_get(&q.tenant, id).ok().flatten());
+    let run = run.map(|r| RunRef {
+        id: r.id,
+        correlation_id: r.correlation_id,
+    });
+    emit(store, "plan.discarded", &q.tenant, &q.workspace, run.as_ref(), data);
+}
+
+/// The approved plan `plan_id` (by `approved_by`) differs from the plan made at apply time by
+/// run `run` (`message`; the new plan `new_plan` awaits approval): it is quarantined.
+pub fn rejected(
+    store: &Store,
+    run: &sng_store::RunRecord,
+    (plan_id, approved_by): (&str, &str),
+    message: &str,
+    new_plan: &str,
+) {
+    let q = sng_store::Quarantine {
+        tenant: run.tenant.clone(),
+        workspace: run.workspace.clone(),
+        plan_id: plan_id.to_string(),
+        reason: sng_store::QuarantineReason::PlanChangedSinceApproval,
+        message: format!("plan {plan_id} approved by {approved_by}: {message}"),
+        approved_by: Some(approved_by.to_string()),
+        superseded_by: None,
+        new_plan: Some(new_plan.to_string()).filter(|p| !p.is_empty()),
+        generation: Some(run.generation),
+        plan_hash: None,
+    };
+    match store.quarantine(&q) {
+        Ok(Some(entry)) => {
+            let r = RunRef {
+                id: run.id.clone(),
+                correlation_id: run.correlation_id.clone(),
+            };
+            quarantined(store, &run.tenant, &run.workspace, Some(&r), &entry);
+        }
+        Ok(None) => {}
+        Err(e) => {
+            tracing::warn!(tenant = %run.tenant, workspace = %run.workspace, error = %e, "cannot quarantine a plan")
+        }
+    }
 }
 
 /// `run.approval_refused`: who asked for which plan, and why it was refused.

@@ -217,14 +217,14 @@ pub async fn run_workspace(
     } else {
         None
     };
-    // A plan of an older generation that awaited approval is superseded by this one.
+    // A plan of an older generation that awaited approval is superseded by this one; a new
+    // plan (inputs or state changed while it waited) replaces one of this generation too.
     let status = ws.status.clone().unwrap_or_default();
-    if let Ok(Some(sup)) = p.store.supersede(
-        tenant,
-        name,
-        &status,
-        sng_store::Cause::Generation(generation),
-    ) {
+    let replaces = match operation {
+        Operation::Plan | Operation::Apply => sng_store::Cause::InputsChanged(generation),
+        _ => sng_store::Cause::Generation(generation),
+    };
+    if let Ok(Some(sup)) = p.store.supersede(tenant, name, &status, replaces) {
         super::decisions::superseded(&p.store, tenant, name, &sup);
     }
     let superseded: Vec<sng_store::Decision> = p
@@ -484,12 +484,16 @@ pub async fn run_workspace(
             ("Succeeded", None, Some(m))
         }
         RunResult::Rejected(m) => {
-            // The approved plan no longer matches reality: the new plan awaits approval.
+            // The approved plan no longer matches reality: it is quarantined, the new plan
+            // awaits approval.
             let new_id = st
                 .last_plan
                 .as_ref()
                 .map(|p| p.id.clone())
                 .unwrap_or_default();
+            if let Some((plan, by, _)) = &approval {
+                super::decisions::rejected(&p.store, &record, (plan, by), m, &new_id);
+            }
             set(
                 &mut st,
                 AWAITING_APPROVAL,
