@@ -181,6 +181,12 @@ pub enum Command {
     },
     #[command(flatten)]
     Events(crate::events::EventsCommand),
+    /// Plans that will never be applied (superseded, stale, changed since their approval):
+    /// list them with their reason, age and next action; discard one.
+    Quarantine {
+        #[command(subcommand)]
+        command: crate::quarantine::QuarantineCommand,
+    },
     /// Print the JSON Schema of a kind, for editors.
     Schema {
         /// Workspace, Provider, Secret or Tenant.
@@ -447,6 +453,7 @@ pub fn run(cli: Cli, matches: &clap::ArgMatches) -> Result<(), CliError> {
         Command::Server(args) => run_server(args),
         Command::Events(command) => crate::events::run(&g, command),
         Command::Token { command } => crate::tokens::run(&g, command),
+        Command::Quarantine { command } => crate::quarantine::run(&g, command),
         Command::Schema { kind } => {
             let kind = parse_kind(&kind)?;
             let schema = sng_api::schema::schema_of(kind);

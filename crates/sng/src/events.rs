@@ -129,7 +129,7 @@ pub fn run(g: &Global, command: EventsCommand) -> Result<(), CliError> {
 }
 
 /// Percent-encoding of a path segment or query value (names are DNS labels, ids UUIDs: rarely needed).
-fn encode(text: &str) -> String {
+pub(crate) fn encode(text: &str) -> String {
     text.bytes()
         .map(|b| match b {
             b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {

@@ -9,6 +9,7 @@ mod events;
 mod explain;
 mod get;
 mod module;
+mod quarantine;
 mod table;
 mod tokens;
 mod wait;
