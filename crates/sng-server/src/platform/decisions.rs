@@ -141,3 +141,64 @@ pub fn approval_refused(
     let data = json!({"planId": plan_id, "by": by, "reason": reason});
     emit(store, "run.approval_refused", tenant, workspace, run, data);
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sng_store::RunRecord;
+
+    fn run(id: &str, plan: Option<&str>) -> RunRecord {
+        RunRecord {
+            id: id.into(),
+            tenant: "default".into(),
+            workspace: "w".into(),
+            operation: "plan".into(),
+            generation: 3,
+            phase: "Succeeded".into(),
+            plan: plan.map(|p| json!({"id": p, "hash": "h-approved"})),
+            created_at: sng_store::now_rfc3339(),
+            correlation_id: format!("corr-{id}"),
+            ..RunRecord::default()
+        }
+    }
+
+    #[test]
+    fn an_approved_plan_that_changed_before_its_apply_is_quarantined_once_with_an_event() {
+        let store = Store::open_in_memory().unwrap();
+        store.run_put(&run("run-plan", Some("plan-old"))).unwrap();
+        let applying = RunRecord {
+            operation: "apply-approved".into(),
+            phase: "Rejected".into(),
+            ..run("run-apply", Some("plan-new"))
+        };
+        let m = "the plan changed since it was approved";
+        rejected(&store, &applying, ("plan-old", "token:tok-a"), m, "plan-new");
+        rejected(&store, &applying, ("plan-old", "token:tok-a"), m, "plan-new");
+        let (items, _) = store
+            .quarantine_page("default", Some("w"), false, 10, None)
+            .unwrap();
+        assert_eq!(items.len(), 1, "once: {items:?}");
+        let q = &items[0];
+        assert_eq!(q.reason, "PlanChangedSinceApproval");
+        assert_eq!(q.plan_id, "plan-old");
+        assert_eq!(q.run_id.as_deref(), Some("run-plan"));
+        assert_eq!(q.plan_hash.as_deref(), Some("h-approved"));
+        assert_eq!(q.generation, Some(3));
+        assert_eq!(q.approved_by.as_deref(), Some("token:tok-a"));
+        assert!(q.message.contains(m), "{}", q.message);
+        assert!(
+            q.next_action
+                .starts_with("approve the new plan: sng approve workspace w plan-new"),
+            "{}",
+            q.next_action
+        );
+        let events = store.events("default", Some("w"), 10).unwrap();
+        let quarantined: Vec<_> = events
+            .iter()
+            .filter(|e| e.event_type == "plan.quarantined")
+            .collect();
+        assert_eq!(quarantined.len(), 1);
+        assert_eq!(quarantined[0].correlation_id, "corr-run-apply");
+        assert_eq!(quarantined[0].data["id"], q.id.as_str());
+    }
+}
