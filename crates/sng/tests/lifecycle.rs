@@ -180,6 +180,25 @@ fn manual_approval_and_a_stale_approved_plan() {
         "the record shows both hashes: {rejected}"
     );
     assert_ne!(rejected["plan"]["hash"], hash2.as_str());
+    // the approved plan that went stale is quarantined, with the plan to approve instead
+    let quarantined: serde_json::Value =
+        serde_json::from_str(&ok(server.sng(&["quarantine", "list", "-o", "json"]))).unwrap();
+    let q = quarantined
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|q| q["planId"] == plan2.as_str())
+        .unwrap_or_else(|| panic!("{quarantined}"));
+    assert_eq!(q["reason"], "PlanChangedSinceApproval", "{q}");
+    assert_eq!(q["planHash"], hash2.as_str(), "{q}");
+    assert!(q["approvedBy"].is_string(), "{q}");
+    assert!(
+        q["nextAction"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("sng approve workspace w {plan3}")),
+        "{q}"
+    );
     ok(server.sng(&["approve", "workspace", "w", &plan3]));
     server.until("w", "Ready", ready);
     assert_eq!(std::fs::read_to_string(root.join("f.txt")).unwrap(), "v2");
