@@ -41,7 +41,9 @@ async fn awaiting() -> Api {
         trigger: "created".into(),
         generation: 1,
         phase: "Succeeded".into(),
-        plan: Some(json!({"id": PLAN, "add": 1, "change": 0, "destroy": 0, "import": 0, "hash": "h1"})),
+        plan: Some(
+            json!({"id": PLAN, "add": 1, "change": 0, "destroy": 0, "import": 0, "hash": "h1"}),
+        ),
         created_at: "2025-01-01T00:00:00Z".into(),
         correlation_id: "corr-1".into(),
         ..RunRecord::default()
@@ -86,7 +88,10 @@ fn event_types(api: &Api) -> Vec<(String, Value)> {
         .into_iter()
         .map(|e| {
             let v = serde_json::to_value(e).unwrap();
-            (v["eventType"].as_str().unwrap().to_string(), v["data"].clone())
+            (
+                v["eventType"].as_str().unwrap().to_string(),
+                v["data"].clone(),
+            )
         })
         .collect()
 }
@@ -115,7 +120,10 @@ async fn a_plan_superseded_by_a_new_generation_is_quarantined_then_discarded_onc
     assert_eq!(q["planHash"], "h1");
     assert_eq!(q["generation"], 1);
     assert_eq!(q["reason"], "Superseded");
-    assert!(q["message"].as_str().unwrap().contains("generation 2"), "{q}");
+    assert!(
+        q["message"].as_str().unwrap().contains("generation 2"),
+        "{q}"
+    );
     assert!(q["approvedBy"].is_null(), "{q}");
     assert!(q["quarantinedAt"].is_string(), "{q}");
     assert!(q["ageSeconds"].as_i64().is_some_and(|a| a >= 0), "{q}");
@@ -124,7 +132,10 @@ async fn a_plan_superseded_by_a_new_generation_is_quarantined_then_discarded_onc
         next.contains("generation 2") && next.contains(&format!("sng quarantine discard {id}")),
         "{next}"
     );
-    assert!(q["discardedAt"].is_null() && q["discardedBy"].is_null(), "{q}");
+    assert!(
+        q["discardedAt"].is_null() && q["discardedBy"].is_null(),
+        "{q}"
+    );
     for key in [
         "id",
         "workspace",
@@ -144,12 +155,18 @@ async fn a_plan_superseded_by_a_new_generation_is_quarantined_then_discarded_onc
         assert!(q.get(key).is_some(), "{key} in {q}");
     }
     let (code, body) = api.get(&format!("{LIST}?workspace=w&limit=1")).await;
-    assert_eq!((code, body["items"].as_array().map(Vec::len)), (StatusCode::OK, Some(1)));
+    assert_eq!(
+        (code, body["items"].as_array().map(Vec::len)),
+        (StatusCode::OK, Some(1))
+    );
     let (code, body) = api.get(&format!("{LIST}?workspace=other")).await;
     assert_eq!((code, body["items"].clone()), (StatusCode::OK, json!([])));
     let (code, body) = api.get(&format!("{LIST}?state=open")).await;
     assert_eq!(code, StatusCode::BAD_REQUEST, "{body}");
-    assert!(body["message"].as_str().unwrap().contains("`state`"), "{body}");
+    assert!(
+        body["message"].as_str().unwrap().contains("`state`"),
+        "{body}"
+    );
     let quarantined = event_types(&api)
         .into_iter()
         .find(|(t, _)| t == "plan.quarantined")
@@ -162,7 +179,12 @@ async fn a_plan_superseded_by_a_new_generation_is_quarantined_then_discarded_onc
         .await;
     assert_eq!(code, StatusCode::FORBIDDEN, "{body}");
     let (code, body) = api
-        .call_as(&operator, Method::POST, &discard_path("q-000000000000"), None)
+        .call_as(
+            &operator,
+            Method::POST,
+            &discard_path("q-000000000000"),
+            None,
+        )
         .await;
     assert_eq!(code, StatusCode::NOT_FOUND, "{body}");
 
@@ -184,7 +206,10 @@ async fn a_plan_superseded_by_a_new_generation_is_quarantined_then_discarded_onc
         .await;
     assert_eq!(code, StatusCode::CONFLICT, "{body}");
     assert!(
-        body["message"].as_str().unwrap().contains("already discarded"),
+        body["message"]
+            .as_str()
+            .unwrap()
+            .contains("already discarded"),
         "{body}"
     );
     let (_, audit) = api.get("/api/v1/tenants/default/audit?workspace=w").await;
@@ -247,4 +272,36 @@ async fn the_quarantine_of_another_tenant_is_not_found_and_pages_are_bound_to_th
     assert_eq!(code, StatusCode::NOT_FOUND, "another tenant's entry");
     let (code, body) = api.get(&format!("{LIST}?all=maybe")).await;
     assert_eq!(code, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+
+    // a second one (the plan of generation 2 superseded by generation 3): two pages of one
+    let status = json!({
+        "observedGeneration": 2,
+        "lastRunJob": "run-000000000002",
+        "lastPlan": {"id": "plan-bbbbbbbbbbbbbbbb", "at": "2025-01-01T00:00:05Z", "add": 1, "change": 0, "destroy": 0, "import": 0, "hash": "h2"},
+        "conditions": [{"type": "AwaitingApproval", "status": "True", "reason": "AwaitingApproval", "observedGeneration": 2}],
+    });
+    store
+        .update_status(Kind::Workspace, "default", "w", None, &status)
+        .unwrap();
+    api.apply(vec![workspace("v3")]).await;
+    let (code, first) = api.get(&format!("{LIST}?limit=1")).await;
+    assert_eq!(code, StatusCode::OK, "{first}");
+    assert_eq!(
+        first["items"][0]["planId"], "plan-bbbbbbbbbbbbbbbb",
+        "newest first"
+    );
+    assert_eq!(first["items"][0]["planHash"], "h2", "from the status");
+    let token = first["metadata"]["continue"].as_str().unwrap().to_string();
+    let (code, second) = api.get(&format!("{LIST}?limit=1&continue={token}")).await;
+    assert_eq!(code, StatusCode::OK, "{second}");
+    assert_eq!(second["items"][0]["planId"], PLAN);
+    assert!(second["metadata"]["continue"].is_null(), "{second}");
+    let (code, body) = api
+        .get(&format!("{LIST}?limit=1&all=true&continue={token}"))
+        .await;
+    assert_eq!(
+        code,
+        StatusCode::BAD_REQUEST,
+        "bound to its filters: {body}"
+    );
 }

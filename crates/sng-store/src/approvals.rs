@@ -213,30 +213,30 @@ pub(crate) fn supersede_tx(
         add_decision(conn, tenant, &r.id, &decision)?;
     }
     // A plan a run is applying (its approval claimed) is not stale: its run decides.
-    let being_applied = applying
-        && approval_row(conn, tenant, workspace)?.is_some_and(|a| a.plan_id == plan_id);
+    let being_applied =
+        applying && approval_row(conn, tenant, workspace)?.is_some_and(|a| a.plan_id == plan_id);
     let quarantined = if being_applied {
         None
     } else {
         quarantine_tx(
-        conn,
-        &Quarantine {
-            tenant: tenant.to_string(),
-            workspace: workspace.to_string(),
-            plan_id: plan_id.clone(),
-            reason,
-            message: decision.message.clone(),
-            approved_by: approval.as_ref().map(|a| a.by.clone()),
-            superseded_by: generation,
-            new_plan: None,
-            generation: plan_generation,
-            plan_hash: status
-                .last_plan
-                .as_ref()
-                .filter(|p| p.id == plan_id && !p.hash.is_empty())
-                .map(|p| p.hash.clone()),
-        },
-    )?
+            conn,
+            &Quarantine {
+                tenant: tenant.to_string(),
+                workspace: workspace.to_string(),
+                plan_id: plan_id.clone(),
+                reason,
+                message: decision.message.clone(),
+                approved_by: approval.as_ref().map(|a| a.by.clone()),
+                superseded_by: generation,
+                new_plan: None,
+                generation: plan_generation,
+                plan_hash: status
+                    .last_plan
+                    .as_ref()
+                    .filter(|p| p.id == plan_id && !p.hash.is_empty())
+                    .map(|p| p.hash.clone()),
+            },
+        )?
     };
     Ok(Some(Superseded {
         plan_id,

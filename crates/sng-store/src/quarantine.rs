@@ -183,7 +183,8 @@ pub(crate) fn quarantine_tx(
     Ok((n == 1).then_some(entry))
 }
 
-const COLUMNS: &str = "seq, id, tenant, workspace, plan_id, run_id, plan_hash, generation, reason, message,
+const COLUMNS: &str =
+    "seq, id, tenant, workspace, plan_id, run_id, plan_hash, generation, reason, message,
     approved_by, quarantined_at, next_action, discarded_at, discarded_by";
 
 fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<(i64, QuarantineEntry)> {

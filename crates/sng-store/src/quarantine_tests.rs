@@ -32,7 +32,9 @@ fn awaiting(s: &Store, name: &str, plan: &str, run: &str, hash: &str) -> Workspa
         trigger: "created".into(),
         generation,
         phase: "Succeeded".into(),
-        plan: Some(json!({"id": plan, "add": 1, "change": 0, "destroy": 0, "import": 0, "hash": hash})),
+        plan: Some(
+            json!({"id": plan, "add": 1, "change": 0, "destroy": 0, "import": 0, "hash": hash}),
+        ),
         created_at: now_rfc3339(),
         correlation_id: "corr-1".into(),
         ..RunRecord::default()
@@ -116,11 +118,19 @@ fn a_new_plan_of_the_same_generation_quarantines_the_awaiting_one_as_inputs_chan
         .supersede("default", "w", &status, Cause::InputsChanged(1))
         .unwrap()
         .expect("superseded");
-    assert_eq!(s.approval("default", "w").unwrap(), None, "stale approval removed");
+    assert_eq!(
+        s.approval("default", "w").unwrap(),
+        None,
+        "stale approval removed"
+    );
     let q = sup.quarantined.expect("quarantined");
     assert_eq!(q.reason, "InputsChanged");
     assert_eq!(q.approved_by.as_deref(), Some("token:tok-a"));
-    assert!(q.next_action.contains("sng wait workspace w"), "{}", q.next_action);
+    assert!(
+        q.next_action.contains("sng wait workspace w"),
+        "{}",
+        q.next_action
+    );
     let run = s.run_get("default", "run-1").unwrap().unwrap();
     assert!(run.decisions.iter().any(|d| d.kind == "superseded"));
     // Nothing awaits: nothing more.
@@ -159,7 +169,8 @@ fn a_plan_changed_since_its_approval_is_quarantined_with_the_new_plan_to_approve
     assert_eq!(e.plan_hash.as_deref(), Some("h1"), "from the plan's run");
     assert_eq!(e.generation, Some(1));
     assert!(
-        e.next_action.starts_with("approve the new plan: sng approve workspace w plan-2"),
+        e.next_action
+            .starts_with("approve the new plan: sng approve workspace w plan-2"),
         "{}",
         e.next_action
     );

@@ -128,14 +128,21 @@ mod tests {
 
     #[test]
     fn the_table_shows_reason_age_and_next_action() {
-        let items = [json!({"id": "q-0123456789ab", "workspace": "w", "planId": "plan-1",
+        let items = [
+            json!({"id": "q-0123456789ab", "workspace": "w", "planId": "plan-1",
                             "reason": "Superseded", "ageSeconds": 300,
-                            "nextAction": "discard: sng quarantine discard q-0123456789ab"})];
+                            "nextAction": "discard: sng quarantine discard q-0123456789ab"}),
+        ];
         let out = crate::events::columns(&table(&items, false));
         let lines: Vec<&str> = out.lines().collect();
-        assert!(lines[0].starts_with("ID") && lines[0].ends_with("NEXT ACTION"), "{out}");
         assert!(
-            lines[1].contains("Superseded") && lines[1].contains(" 5m ") && lines[1].ends_with("q-0123456789ab"),
+            lines[0].starts_with("ID") && lines[0].ends_with("NEXT ACTION"),
+            "{out}"
+        );
+        assert!(
+            lines[1].contains("Superseded")
+                && lines[1].contains(" 5m ")
+                && lines[1].ends_with("q-0123456789ab"),
             "{out}"
         );
         assert!(table(&items, true)[0].contains(&"DISCARDED".to_string()));

@@ -32,7 +32,9 @@ fn awaiting_plan(server: &Server, not: &str) -> String {
     let ws = server.until("w", "a plan awaits approval", |w| {
         condition(w, "AwaitingApproval").0 == "True"
             && w["status"].get("activeJob").is_none()
-            && w["status"]["lastPlan"]["id"].as_str().is_some_and(|p| p != not)
+            && w["status"]["lastPlan"]["id"]
+                .as_str()
+                .is_some_and(|p| p != not)
     });
     ws["status"]["lastPlan"]["id"].as_str().unwrap().to_string()
 }
@@ -44,7 +46,8 @@ fn list(server: &Server, args: &[&str]) -> Vec<Value> {
     for canary in CANARIES {
         assert!(!text.contains(canary), "never a secret value: {text}");
     }
-    serde_json::from_str::<Value>(&text).unwrap()
+    serde_json::from_str::<Value>(&text)
+        .unwrap()
         .as_array()
         .cloned()
         .unwrap()
@@ -56,7 +59,11 @@ fn stale_plans_are_quarantined_listed_and_discarded() {
     fx.push_tf("acme/tok", "1", MODULE);
     let server = fx.server(&[]);
     let source = fx.source("acme/tok");
-    server.apply(&format!("{}---\n{}", secret(CANARIES[0]), manifest(&source, "a")));
+    server.apply(&format!(
+        "{}---\n{}",
+        secret(CANARIES[0]),
+        manifest(&source, "a")
+    ));
     let plan1 = awaiting_plan(&server, "");
     assert!(list(&server, &[]).is_empty());
 
@@ -69,12 +76,18 @@ fn stale_plans_are_quarantined_listed_and_discarded() {
     assert_eq!(q1["planId"], plan1.as_str(), "{q1}");
     assert_eq!(q1["reason"], "InputsChanged", "{q1}");
     assert_eq!(q1["generation"], 1, "{q1}");
-    assert!(q1["runId"].as_str().is_some_and(|r| r.starts_with("run-")), "{q1}");
+    assert!(
+        q1["runId"].as_str().is_some_and(|r| r.starts_with("run-")),
+        "{q1}"
+    );
     assert!(q1["planHash"].is_string(), "{q1}");
     assert!(q1["ageSeconds"].as_i64().is_some(), "{q1}");
     let id1 = q1["id"].as_str().unwrap().to_string();
     assert!(
-        q1["nextAction"].as_str().unwrap().contains(&format!("sng quarantine discard {id1}")),
+        q1["nextAction"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("sng quarantine discard {id1}")),
         "{q1}"
     );
 
@@ -83,17 +96,30 @@ fn stale_plans_are_quarantined_listed_and_discarded() {
     awaiting_plan(&server, &plan2);
     let items = list(&server, &["--workspace", "w"]);
     assert_eq!(items.len(), 2, "{items:?}");
-    assert_eq!(items[0]["planId"], plan2.as_str(), "newest first: {items:?}");
+    assert_eq!(
+        items[0]["planId"],
+        plan2.as_str(),
+        "newest first: {items:?}"
+    );
     assert_eq!(items[0]["reason"], "Superseded", "{items:?}");
     assert!(
-        items[0]["nextAction"].as_str().unwrap().contains("generation 2"),
+        items[0]["nextAction"]
+            .as_str()
+            .unwrap()
+            .contains("generation 2"),
         "{items:?}"
     );
 
     // the table, then a discard: gone from the open list, once
     let table = ok(server.sng(&["quarantine", "list"]));
-    assert!(table.starts_with("ID") && table.contains("NEXT ACTION"), "{table}");
-    assert!(table.contains(&id1) && table.contains("InputsChanged"), "{table}");
+    assert!(
+        table.starts_with("ID") && table.contains("NEXT ACTION"),
+        "{table}"
+    );
+    assert!(
+        table.contains(&id1) && table.contains("InputsChanged"),
+        "{table}"
+    );
     let said = ok(server.sng(&["quarantine", "discard", &id1]));
     assert_eq!(said.trim(), format!("quarantined plan {id1} discarded"));
     let open = list(&server, &[]);
@@ -101,7 +127,11 @@ fn stale_plans_are_quarantined_listed_and_discarded() {
     assert_ne!(open[0]["id"], id1.as_str());
     let all = list(&server, &["--all"]);
     assert_eq!(all.len(), 2, "{all:?}");
-    fails(&server.sng(&["quarantine", "discard", &id1]), 1, "already discarded");
+    fails(
+        &server.sng(&["quarantine", "discard", &id1]),
+        1,
+        "already discarded",
+    );
     fails(
         &server.sng(&["quarantine", "discard", "q-000000000000"]),
         1,

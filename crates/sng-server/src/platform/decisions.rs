@@ -84,12 +84,22 @@ pub fn quarantined(
 pub fn discarded(store: &Store, q: &QuarantineEntry) {
     let data = json!({"id": q.id, "planId": q.plan_id, "reason": q.reason,
                       "discardedBy": q.discarded_by, "discardedAt": q.discarded_at});
-    let run = q.run_id.as_ref().and_then(|id| store.run_get(&q.tenant, id).ok().flatten());
+    let run = q
+        .run_id
+        .as_ref()
+        .and_then(|id| store.run_get(&q.tenant, id).ok().flatten());
     let run = run.map(|r| RunRef {
         id: r.id,
         correlation_id: r.correlation_id,
     });
-    emit(store, "plan.discarded", &q.tenant, &q.workspace, run.as_ref(), data);
+    emit(
+        store,
+        "plan.discarded",
+        &q.tenant,
+        &q.workspace,
+        run.as_ref(),
+        data,
+    );
 }
 
 /// The approved plan `plan_id` (by `approved_by`) differs from the plan made at apply time by
@@ -172,8 +182,20 @@ mod tests {
             ..run("run-apply", Some("plan-new"))
         };
         let m = "the plan changed since it was approved";
-        rejected(&store, &applying, ("plan-old", "token:tok-a"), m, "plan-new");
-        rejected(&store, &applying, ("plan-old", "token:tok-a"), m, "plan-new");
+        rejected(
+            &store,
+            &applying,
+            ("plan-old", "token:tok-a"),
+            m,
+            "plan-new",
+        );
+        rejected(
+            &store,
+            &applying,
+            ("plan-old", "token:tok-a"),
+            m,
+            "plan-new",
+        );
         let (items, _) = store
             .quarantine_page("default", Some("w"), false, 10, None)
             .unwrap();
