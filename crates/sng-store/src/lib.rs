@@ -8,6 +8,7 @@ mod audit;
 mod crypto;
 mod error;
 mod events;
+mod jobs;
 mod keys;
 mod migrations;
 mod objects;
