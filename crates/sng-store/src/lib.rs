@@ -15,6 +15,7 @@ mod objects;
 mod runs;
 mod state;
 mod tokens;
+mod versions;
 
 use std::path::Path;
 use std::sync::{Mutex, MutexGuard, RwLock};
@@ -29,11 +30,12 @@ pub use events::{
     now_millis, unix_millis, DeadLetter, Delivery, Event, EventFilter, OutboxEvent, WebhookStats,
     EVENT_SCHEMA_VERSION,
 };
-pub use keys::{MasterKeyRotation, TenantKey, TenantKeyRotation};
+pub use keys::{sealed_values_opened, MasterKeyRotation, TenantKey, TenantKeyRotation};
 pub use objects::{Applied, ApplyOutcome};
 pub use runs::{Decision, RunPosition, RunRecord, RunToken};
 pub use state::{state_meta, LockOutcome, StateLock, StateVersion, WriteOutcome};
 pub use tokens::{Principal, Role, TokenCheck, TokenInfo};
+pub use versions::Versions;
 
 /// Result of store operations.
 pub type Result<T, E = StoreError> = std::result::Result<T, E>;
