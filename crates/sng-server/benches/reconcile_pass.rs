@@ -37,7 +37,14 @@ fn platform(store: Arc<Store>, dir: &std::path::Path) -> Platform {
         keep_run_dirs: false,
         init_cache: None,
     };
-    Platform::new(store, oci, runner, "http://127.0.0.1:1".into(), dir.join("logs"), 1)
+    Platform::new(
+        store,
+        oci,
+        runner,
+        "http://127.0.0.1:1".into(),
+        dir.join("logs"),
+        1,
+    )
 }
 
 fn median(mut v: Vec<Duration>) -> Duration {
@@ -54,12 +61,16 @@ fn main() {
     let key = sng_store::Cipher::generate_key();
     let store = Arc::new(Store::open(&dir.path().join("sng.db"), &key).unwrap());
     let mut objects = vec![
-        doc(json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "prov"},
-                   "stringData": {"root": "/tmp/files"}})),
-        doc(json!({"apiVersion": "tofu.stackngo.io/v1alpha1", "kind": "Provider",
+        doc(
+            json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "prov"},
+                   "stringData": {"root": "/tmp/files"}}),
+        ),
+        doc(
+            json!({"apiVersion": "tofu.stackngo.io/v1alpha1", "kind": "Provider",
                    "metadata": {"name": "files"},
                    "spec": {"source": "example.com/sng/file",
-                            "configFrom": [{"attribute": "root", "secretRef": {"name": "prov", "key": "root"}}]}})),
+                            "configFrom": [{"attribute": "root", "secretRef": {"name": "prov", "key": "root"}}]}}),
+        ),
     ];
     for i in 0..100 {
         objects.push(doc(json!({"apiVersion": "v1", "kind": "Secret",

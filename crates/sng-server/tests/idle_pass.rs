@@ -14,17 +14,21 @@ fn doc(v: Value) -> sng_api::Object {
 }
 
 fn secret(name: &str, key: &str, value: &str) -> sng_api::Object {
-    doc(json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": name},
-               "stringData": {key: value}}))
+    doc(
+        json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": name},
+               "stringData": {key: value}}),
+    )
 }
 
 fn workspace(name: &str, secret: &str) -> sng_api::Object {
-    doc(json!({"apiVersion": "tofu.stackngo.io/v1alpha1", "kind": "Workspace",
+    doc(
+        json!({"apiVersion": "tofu.stackngo.io/v1alpha1", "kind": "Workspace",
                "metadata": {"name": name},
                "spec": {"module": {"source": "oci://r.example/acme/m", "tag": "1.0.0"},
                         "suspend": true,
                         "providers": [{"name": "files"}],
-                        "varsFrom": [{"secretRef": {"name": secret, "key": "k"}}]}}))
+                        "varsFrom": [{"secretRef": {"name": secret, "key": "k"}}]}}),
+    )
 }
 
 fn platform(store: Arc<Store>, dir: &std::path::Path) -> Platform {
@@ -78,10 +82,12 @@ fn an_idle_pass_opens_no_secret_and_a_rotation_is_seen_at_once() {
     const N: usize = 300;
     let mut objects = vec![
         secret("prov", "root", "/tmp/files"),
-        doc(json!({"apiVersion": "tofu.stackngo.io/v1alpha1", "kind": "Provider",
+        doc(
+            json!({"apiVersion": "tofu.stackngo.io/v1alpha1", "kind": "Provider",
                    "metadata": {"name": "files"},
                    "spec": {"source": "example.com/sng/file",
-                            "configFrom": [{"attribute": "root", "secretRef": {"name": "prov", "key": "root"}}]}})),
+                            "configFrom": [{"attribute": "root", "secretRef": {"name": "prov", "key": "root"}}]}}),
+        ),
         secret("shared", "k", "shared-value"),
         secret("rotated", "k", "first-value"),
     ];
@@ -95,7 +101,10 @@ fn an_idle_pass_opens_no_secret_and_a_rotation_is_seen_at_once() {
     let before = sealed_values_opened();
     p.reconcile_pass();
     let first = sealed_values_opened() - before;
-    assert!(first >= N as u64, "the first pass gathers every workspace: {first}");
+    assert!(
+        first >= N as u64,
+        "the first pass gathers every workspace: {first}"
+    );
 
     let before = sealed_values_opened();
     for _ in 0..3 {
@@ -111,7 +120,11 @@ fn an_idle_pass_opens_no_secret_and_a_rotation_is_seen_at_once() {
     // the one a fresh gathering gives.
     let old = fresh_hashes(&store);
     store
-        .apply("default", vec![secret("rotated", "k", "second-value")], false)
+        .apply(
+            "default",
+            vec![secret("rotated", "k", "second-value")],
+            false,
+        )
         .unwrap();
     let before = sealed_values_opened();
     p.reconcile_pass();
@@ -151,7 +164,15 @@ fn an_idle_pass_opens_no_secret_and_a_rotation_is_seen_at_once() {
         cache: &p.inputs_cache,
         versions: &versions,
     };
-    let o = observe(&store, "default", &snap, &snap.workspaces["ws-0007"], 0, false, Some(&view));
+    let o = observe(
+        &store,
+        "default",
+        &snap,
+        &snap.workspaces["ws-0007"],
+        0,
+        false,
+        Some(&view),
+    );
     let problem = o.facts.inputs_problem.expect("a problem");
     assert_eq!(problem.0, "SecretNotFound", "{problem:?}");
 }

@@ -215,8 +215,11 @@ pub struct PassView<'a> {
 #[derive(Default)]
 pub struct InputsCache {
     entries: Mutex<HashMap<(String, String), Cached>>,
-    outputs: Mutex<HashMap<(String, String), (i64, Option<String>)>>,
+    outputs: Mutex<HashMap<(String, String), OutputsHash>>,
 }
+
+/// The hash of an outputs secret at a resource version.
+type OutputsHash = (i64, Option<String>);
 
 struct Cached {
     uid: Option<String>,
@@ -244,6 +247,14 @@ impl InputsCache {
             }
         }
         let (answer, reads) = inputs_of(store, tenant, ws);
+        // A store that could not answer is asked again next pass.
+        if answer
+            .1
+            .as_ref()
+            .is_some_and(|(r, _)| r == "InputsUnavailable")
+        {
+            return answer;
+        }
         // The outputs secret is read for its owner label: its changes count too.
         let mut reads: Vec<(Kind, String)> = reads.into_iter().collect();
         reads.push((Kind::Secret, ws.outputs_secret_name()));
@@ -251,10 +262,13 @@ impl InputsCache {
             uid: ws.metadata.uid.clone(),
             generation: ws.metadata.generation,
             // Versions read before gathering: an object written meanwhile is gathered again.
-            reads: reads.into_iter().map(|k| {
-                let v = now(&k);
-                (k, v)
-            }).collect(),
+            reads: reads
+                .into_iter()
+                .map(|k| {
+                    let v = now(&k);
+                    (k, v)
+                })
+                .collect(),
             answer: answer.clone(),
         };
         self.entries.lock().expect("lock").insert(key, cached);
@@ -278,7 +292,10 @@ impl InputsCache {
             }
         }
         let h = outputs_hash(store, tenant, parent);
-        self.outputs.lock().expect("lock").insert(key, (version, h.clone()));
+        self.outputs
+            .lock()
+            .expect("lock")
+            .insert(key, (version, h.clone()));
         h
     }
 

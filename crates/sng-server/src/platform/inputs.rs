@@ -84,7 +84,13 @@ fn secret_value(s: &Secret, key: &str, field: &str) -> Result<String, InputError
 
 /// The replaced values of a key of a Secret, for masking: after a rotation the state and the
 /// plan still hold them (`~ tok = "OLD" -> "NEW"`). Never given to the engine.
-fn previous_values(store: &Src<'_>, tenant: &str, name: &str, key: &str, secrets: &mut Vec<String>) {
+fn previous_values(
+    store: &Src<'_>,
+    tenant: &str,
+    name: &str,
+    key: &str,
+    secrets: &mut Vec<String>,
+) {
     match store.secret_previous_values(tenant, name, key) {
         Ok(values) => secrets.extend(values),
         Err(e) => {
