@@ -5,6 +5,7 @@ pub mod approval;
 pub mod conditions;
 pub mod dag;
 pub mod decide;
+pub mod jobs;
 pub mod mask;
 pub mod plan;
 pub mod redact;

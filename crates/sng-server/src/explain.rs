@@ -99,7 +99,7 @@ pub fn explain(
         return;
     }
     let now = chrono::Utc::now().timestamp();
-    let observed = observe(store, tenant, snap, ws, now, false);
+    let observed = observe(store, tenant, snap, ws, now, false, None);
     let action = decide(&observed.facts);
     match action {
         Action::Finalize => out.push(step(

@@ -279,21 +279,14 @@ fn start_platform(
         keep_run_dirs: false,
         init_cache: Some(data.join("init-cache")),
     };
-    let platform = Arc::new(platform::Platform {
+    let platform = Arc::new(platform::Platform::new(
         store,
         oci,
         runner,
-        state_url: url.to_string(),
-        logs_dir: data.join("logs"),
-        wake: tokio::sync::Notify::new(),
+        url.to_string(),
+        data.join("logs"),
         slots,
-        queue: Default::default(),
-        active: Default::default(),
-        cancelled_by_user: Default::default(),
-        stopped_because: Default::default(),
-        stats: Default::default(),
-        policy: sng_policy::Sandbox::this_binary(),
-    });
+    ));
     let cut = platform.recover()?;
     if cut > 0 {
         tracing::warn!(

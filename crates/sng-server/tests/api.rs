@@ -312,16 +312,11 @@ async fn errors_have_distinct_codes() {
 
 #[tokio::test]
 async fn busy_store_answers_503() {
-    let err = sng_server::ApiError::from(sng_store::StoreError::Unavailable(rusqlite_busy()));
+    let err = sng_server::ApiError::from(sng_store::StoreError::Unavailable(
+        "database is locked".into(),
+    ));
     assert_eq!(err.code, StatusCode::SERVICE_UNAVAILABLE);
     assert_eq!(err.reason, "ServiceUnavailable");
-}
-
-fn rusqlite_busy() -> rusqlite::Error {
-    rusqlite::Error::SqliteFailure(
-        rusqlite::ffi::Error::new(5),
-        Some("database is locked".into()),
-    )
 }
 
 /// Follow `metadata.continue` from `path` (which carries `?limit=`): the pages' names.

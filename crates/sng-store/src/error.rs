@@ -22,7 +22,7 @@ pub enum StoreError {
     QuotaExceeded(String),
     /// The database is busy or locked: try again.
     #[error("the store is busy, try again")]
-    Unavailable(#[source] rusqlite::Error),
+    Unavailable(#[source] Cause),
     /// The master key does not open the stored data keys (wrong `master.key`), or a data key
     /// does not open what it should.
     #[error("{0}")]
@@ -32,16 +32,20 @@ pub enum StoreError {
     Corrupt(String),
     /// Any other database error.
     #[error("database error")]
-    Db(#[source] rusqlite::Error),
+    Db(#[source] Cause),
 }
+
+/// The underlying error of a database failure, whatever the database: its message is kept for
+/// the logs, its type does not leak into the callers of the store.
+pub type Cause = Box<dyn std::error::Error + Send + Sync>;
 
 impl From<rusqlite::Error> for StoreError {
     fn from(e: rusqlite::Error) -> Self {
         match e.sqlite_error_code() {
             Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked) => {
-                StoreError::Unavailable(e)
+                StoreError::Unavailable(Box::new(e))
             }
-            _ => StoreError::Db(e),
+            _ => StoreError::Db(Box::new(e)),
         }
     }
 }

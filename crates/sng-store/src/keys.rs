@@ -147,6 +147,14 @@ pub(crate) struct StoredSpec<'r> {
 }
 
 /// The data keys of the tenants, unwrapped at most once per operation.
+/// Sealed values of objects (a Secret's values, its previous values) opened by this process.
+static SEALED_OPENED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// How many sealed object values this process has opened so far (tests count decryptions).
+pub fn sealed_values_opened() -> u64 {
+    SEALED_OPENED.load(std::sync::atomic::Ordering::Relaxed)
+}
+
 pub(crate) struct Keyring<'a> {
     conn: &'a Connection,
     master: &'a MasterKey,
@@ -304,6 +312,7 @@ impl<'a> Keyring<'a> {
         version: i64,
         sealed: &[u8],
     ) -> Result<Value> {
+        SEALED_OPENED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let plain = self
             .dek(tenant, version)?
             .open(sealed, &previous_aad(tenant, name, uid))?;
@@ -334,6 +343,7 @@ impl<'a> Keyring<'a> {
                 "{kind} `{name}`: sealed values without a key version"
             ))
         })?;
+        SEALED_OPENED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let plain = self
             .dek(tenant, version)?
             .open(sealed, &object_aad(tenant, kind, name, uid))?;

@@ -8,6 +8,7 @@ mod audit;
 mod crypto;
 mod error;
 mod events;
+mod jobs;
 mod keys;
 mod migrations;
 mod objects;
@@ -15,6 +16,7 @@ mod quarantine;
 mod runs;
 mod state;
 mod tokens;
+mod versions;
 
 use std::path::Path;
 use std::sync::{Mutex, MutexGuard, RwLock};
@@ -29,12 +31,13 @@ pub use events::{
     now_millis, unix_millis, DeadLetter, Delivery, Event, EventFilter, OutboxEvent, WebhookStats,
     EVENT_SCHEMA_VERSION,
 };
-pub use keys::{MasterKeyRotation, TenantKey, TenantKeyRotation};
+pub use keys::{sealed_values_opened, MasterKeyRotation, TenantKey, TenantKeyRotation};
 pub use objects::{Applied, ApplyOutcome};
 pub use quarantine::{Quarantine, QuarantineEntry, QuarantineReason};
 pub use runs::{Decision, RunPosition, RunRecord, RunToken};
 pub use state::{state_meta, LockOutcome, StateLock, StateVersion, WriteOutcome};
 pub use tokens::{Principal, Role, TokenCheck, TokenInfo};
+pub use versions::Versions;
 
 /// Result of store operations.
 pub type Result<T, E = StoreError> = std::result::Result<T, E>;

@@ -11,7 +11,12 @@ use sng_core::dag::{self, Graph};
 use sng_core::decide::{Facts, LastRun, Operation, Parent};
 use sng_store::Store;
 
-use super::inputs::{gather, InputError, Inputs};
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use sng_store::Versions;
+
+use super::inputs::{gather_noting, InputError, Inputs, Reads};
 
 /// The workspaces of one tenant and their graph.
 pub struct Snapshot {
@@ -153,6 +158,156 @@ fn outputs_hash(store: &Store, tenant: &str, parent: &Workspace) -> Option<Strin
     }
 }
 
+/// The inputs hash of a workspace and what stops a run (reason, message), gathered now (secrets
+/// opened), with the objects read.
+fn inputs_of(
+    store: &Store,
+    tenant: &str,
+    ws: &Workspace,
+) -> ((String, Option<(String, String)>), Reads) {
+    let (gathered, reads) = gather_noting(store, tenant, ws);
+    let (inputs, problem) = match gathered {
+        Ok(i) => (Some(i), None),
+        Err(InputError::SecretNotFound(m)) => (None, Some(("SecretNotFound".to_string(), m))),
+        Err(InputError::ProviderNotFound(p)) => (
+            None,
+            Some((
+                "ProviderNotFound".to_string(),
+                format!("Provider `{p}` not found; create it"),
+            )),
+        ),
+        Err(InputError::ParentOutputMissing { parent, output }) => (
+            None,
+            Some((
+                "DependencyNotReady".to_string(),
+                format!("waiting for output `{output}` of workspace `{parent}`"),
+            )),
+        ),
+        Err(InputError::ParentOutputsNotOwned(m)) => {
+            (None, Some(("DependencyNotReady".to_string(), m)))
+        }
+        Err(InputError::Other(m)) => (None, Some(("InputsUnavailable".to_string(), m))),
+    };
+    // Checked before any run: nothing is applied into a conflict over the outputs secret.
+    let problem = problem.or_else(|| {
+        super::record::outputs_conflict(store, tenant, ws)
+            .map(|m| (super::record::OUTPUTS_SECRET_CONFLICT.to_string(), m))
+    });
+    let hash = inputs
+        .as_ref()
+        .map(|i| inputs_hash(ws, i))
+        .unwrap_or_default();
+    ((hash, problem), reads)
+}
+
+/// A pass over one tenant: the resource versions of its objects, read once ([`Store::object_versions`]).
+pub struct PassView<'a> {
+    /// What earlier passes gathered.
+    pub cache: &'a InputsCache,
+    /// The versions now.
+    pub versions: &'a Versions,
+}
+
+/// What passes know of the inputs of each workspace, kept between passes: they are gathered
+/// again — secrets opened — only when the workspace's spec, or one of the objects its inputs
+/// were read from, changed (a new resource version, created or deleted). An idle pass opens no
+/// secret.
+#[derive(Default)]
+pub struct InputsCache {
+    entries: Mutex<HashMap<(String, String), Cached>>,
+    outputs: Mutex<HashMap<(String, String), OutputsHash>>,
+}
+
+/// The hash of an outputs secret at a resource version.
+type OutputsHash = (i64, Option<String>);
+
+struct Cached {
+    uid: Option<String>,
+    generation: Option<i64>,
+    reads: Vec<((Kind, String), Option<i64>)>,
+    answer: (String, Option<(String, String)>),
+}
+
+impl InputsCache {
+    fn inputs(
+        &self,
+        store: &Store,
+        tenant: &str,
+        ws: &Workspace,
+        versions: &Versions,
+    ) -> (String, Option<(String, String)>) {
+        let key = (tenant.to_string(), ws.metadata.name.clone());
+        let now = |k: &(Kind, String)| versions.get(k).copied();
+        if let Some(c) = self.entries.lock().expect("lock").get(&key) {
+            if c.uid == ws.metadata.uid
+                && c.generation == ws.metadata.generation
+                && c.reads.iter().all(|(k, v)| now(k) == *v)
+            {
+                return c.answer.clone();
+            }
+        }
+        let (answer, reads) = inputs_of(store, tenant, ws);
+        // A store that could not answer is asked again next pass.
+        if answer
+            .1
+            .as_ref()
+            .is_some_and(|(r, _)| r == "InputsUnavailable")
+        {
+            return answer;
+        }
+        // The outputs secret is read for its owner label: its changes count too.
+        let mut reads: Vec<(Kind, String)> = reads.into_iter().collect();
+        reads.push((Kind::Secret, ws.outputs_secret_name()));
+        let cached = Cached {
+            uid: ws.metadata.uid.clone(),
+            generation: ws.metadata.generation,
+            // Versions read before gathering: an object written meanwhile is gathered again.
+            reads: reads
+                .into_iter()
+                .map(|k| {
+                    let v = now(&k);
+                    (k, v)
+                })
+                .collect(),
+            answer: answer.clone(),
+        };
+        self.entries.lock().expect("lock").insert(key, cached);
+        answer
+    }
+
+    /// The hash of a parent's outputs secret, computed again only when it changed.
+    fn outputs_hash(
+        &self,
+        store: &Store,
+        tenant: &str,
+        parent: &Workspace,
+        versions: &Versions,
+    ) -> Option<String> {
+        let name = parent.outputs_secret_name();
+        let version = versions.get(&(Kind::Secret, name.clone())).copied()?;
+        let key = (tenant.to_string(), name);
+        if let Some((v, h)) = self.outputs.lock().expect("lock").get(&key) {
+            if *v == version {
+                return h.clone();
+            }
+        }
+        let h = outputs_hash(store, tenant, parent);
+        self.outputs
+            .lock()
+            .expect("lock")
+            .insert(key, (version, h.clone()));
+        h
+    }
+
+    /// Forget the workspaces of a tenant that are gone (called once per pass).
+    pub fn retain(&self, tenant: &str, alive: impl Fn(&str) -> bool) {
+        self.entries
+            .lock()
+            .expect("lock")
+            .retain(|(t, n), _| t != tenant || alive(n));
+    }
+}
+
 /// What the decision and the loop need about one workspace.
 pub struct Observed {
     /// Facts for `decide`.
@@ -174,6 +329,7 @@ pub fn observe(
     ws: &Workspace,
     now: i64,
     active: bool,
+    view: Option<&PassView<'_>>,
 ) -> Observed {
     let name = &ws.metadata.name;
     let st = ws.status.clone().unwrap_or_default();
@@ -216,41 +372,17 @@ pub fn observe(
         dependencies.push(DependencyStatus {
             name: pname.clone(),
             ready,
-            outputs_hash: parent.and_then(|p| outputs_hash(store, tenant, p)),
+            outputs_hash: parent.and_then(|p| match view {
+                Some(v) => v.cache.outputs_hash(store, tenant, p, v.versions),
+                None => outputs_hash(store, tenant, p),
+            }),
         });
     }
     let children: Vec<String> = snap.children_of.get(name).cloned().unwrap_or_default();
-    let (inputs, problem) = match gather(store, tenant, ws) {
-        Ok(i) => (Some(i), None),
-        Err(InputError::SecretNotFound(m)) => (None, Some(("SecretNotFound".to_string(), m))),
-        Err(InputError::ProviderNotFound(p)) => (
-            None,
-            Some((
-                "ProviderNotFound".to_string(),
-                format!("Provider `{p}` not found; create it"),
-            )),
-        ),
-        Err(InputError::ParentOutputMissing { parent, output }) => (
-            None,
-            Some((
-                "DependencyNotReady".to_string(),
-                format!("waiting for output `{output}` of workspace `{parent}`"),
-            )),
-        ),
-        Err(InputError::ParentOutputsNotOwned(m)) => {
-            (None, Some(("DependencyNotReady".to_string(), m)))
-        }
-        Err(InputError::Other(m)) => (None, Some(("InputsUnavailable".to_string(), m))),
+    let (hash, problem) = match view {
+        Some(v) => v.cache.inputs(store, tenant, ws, v.versions),
+        None => inputs_of(store, tenant, ws).0,
     };
-    // Checked before any run: nothing is applied into a conflict over the outputs secret.
-    let problem = problem.or_else(|| {
-        super::record::outputs_conflict(store, tenant, ws)
-            .map(|m| (super::record::OUTPUTS_SECRET_CONFLICT.to_string(), m))
-    });
-    let hash = inputs
-        .as_ref()
-        .map(|i| inputs_hash(ws, i))
-        .unwrap_or_default();
     let last = store.last_ended_run(tenant, name).ok().flatten();
     let last_run = last.as_ref().map(|r| LastRun {
         inputs_hash: r.inputs_hash.clone().unwrap_or_default(),

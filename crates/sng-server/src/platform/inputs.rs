@@ -7,7 +7,10 @@ use sng_api::provider::ProviderSpec;
 use sng_api::secret::DOCKERCONFIGJSON_KEY;
 use sng_api::{Kind, Object, Secret, Workspace};
 use sng_runner::ProviderBlock;
-use sng_store::Store;
+use std::cell::RefCell;
+use std::collections::BTreeSet;
+
+use sng_store::{Store, StoreError};
 
 /// Why a run cannot start.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -56,7 +59,7 @@ pub struct Inputs {
     pub parts: std::collections::BTreeMap<&'static str, Vec<String>>,
 }
 
-fn secret(store: &Store, tenant: &str, name: &str, field: &str) -> Result<Secret, InputError> {
+fn secret(store: &Src<'_>, tenant: &str, name: &str, field: &str) -> Result<Secret, InputError> {
     match store
         .get(Kind::Secret, tenant, name)
         .map_err(|e| InputError::Other(e.to_string()))?
@@ -81,7 +84,13 @@ fn secret_value(s: &Secret, key: &str, field: &str) -> Result<String, InputError
 
 /// The replaced values of a key of a Secret, for masking: after a rotation the state and the
 /// plan still hold them (`~ tok = "OLD" -> "NEW"`). Never given to the engine.
-fn previous_values(store: &Store, tenant: &str, name: &str, key: &str, secrets: &mut Vec<String>) {
+fn previous_values(
+    store: &Src<'_>,
+    tenant: &str,
+    name: &str,
+    key: &str,
+    secrets: &mut Vec<String>,
+) {
     match store.secret_previous_values(tenant, name, key) {
         Ok(values) => secrets.extend(values),
         Err(e) => {
@@ -92,7 +101,7 @@ fn previous_values(store: &Store, tenant: &str, name: &str, key: &str, secrets: 
 
 /// The published value of a parent's output, if any.
 fn parent_output(
-    store: &Store,
+    store: &Src<'_>,
     tenant: &str,
     parent: &str,
     output: &str,
@@ -123,8 +132,57 @@ fn parent_output(
     }
 }
 
+/// The objects a gathering read, by (kind, name): whatever else changes, its inputs do not.
+pub type Reads = BTreeSet<(Kind, String)>;
+
+/// The store as a gathering reads it: every object read is noted.
+struct Src<'a> {
+    store: &'a Store,
+    reads: RefCell<Reads>,
+}
+
+impl Src<'_> {
+    fn note(&self, kind: Kind, name: &str) {
+        self.reads.borrow_mut().insert((kind, name.to_string()));
+    }
+
+    fn get(&self, kind: Kind, tenant: &str, name: &str) -> Result<Option<Object>, StoreError> {
+        self.note(kind, name);
+        self.store.get(kind, tenant, name)
+    }
+
+    fn secret_previous_values(
+        &self,
+        tenant: &str,
+        name: &str,
+        key: &str,
+    ) -> Result<Vec<String>, StoreError> {
+        self.note(Kind::Secret, name);
+        self.store.secret_previous_values(tenant, name, key)
+    }
+}
+
 /// Gather the inputs of a workspace's run.
 pub fn gather(store: &Store, tenant: &str, ws: &Workspace) -> Result<Inputs, InputError> {
+    gather_noting(store, tenant, ws).0
+}
+
+/// Gather the inputs of a workspace's run, and say which objects were read (also on failure:
+/// a missing secret is read too, and its creation changes the answer).
+pub fn gather_noting(
+    store: &Store,
+    tenant: &str,
+    ws: &Workspace,
+) -> (Result<Inputs, InputError>, Reads) {
+    let src = Src {
+        store,
+        reads: RefCell::default(),
+    };
+    let out = gather_from(&src, tenant, ws);
+    (out, src.reads.into_inner())
+}
+
+fn gather_from(store: &Src<'_>, tenant: &str, ws: &Workspace) -> Result<Inputs, InputError> {
     let spec = &ws.spec;
     let mut inp = Inputs {
         vars: spec.vars.clone().unwrap_or_default(),
@@ -271,7 +329,7 @@ pub fn gather(store: &Store, tenant: &str, ws: &Workspace) -> Result<Inputs, Inp
 }
 
 fn provider_block(
-    store: &Store,
+    store: &Src<'_>,
     tenant: &str,
     name: &str,
     spec: &ProviderSpec,

@@ -25,7 +25,7 @@ use sng_store::Store;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
-pub use facts::{observe, parents_of, Snapshot};
+pub use facts::{observe, parents_of, InputsCache, PassView, Snapshot};
 pub use worker::{finalize, run_workspace, OUTPUTS_OWNER_LABEL, ROLLBACK_ANNOTATION};
 
 /// What the platform needs to run workspaces.
@@ -57,6 +57,8 @@ pub struct Platform {
     pub stats: Stats,
     /// How policies are checked and evaluated: each in a bounded child process.
     pub policy: sng_policy::Sandbox,
+    /// What passes know of each workspace's inputs: an idle pass opens no secret.
+    pub inputs_cache: facts::InputsCache,
 }
 
 /// Counters of the platform.
@@ -176,6 +178,40 @@ fn unix_now() -> i64 {
 }
 
 impl Platform {
+    /// A platform over `store`: runs with `runner`, reached back at `state_url`, logs kept in
+    /// `logs_dir`, at most `slots` runs at once.
+    pub fn new(
+        store: Arc<Store>,
+        oci: sng_oci::Client,
+        runner: RunConfig,
+        state_url: String,
+        logs_dir: PathBuf,
+        slots: usize,
+    ) -> Platform {
+        Platform {
+            store,
+            oci,
+            runner,
+            state_url,
+            logs_dir,
+            wake: Notify::new(),
+            slots,
+            queue: Default::default(),
+            active: Default::default(),
+            cancelled_by_user: Default::default(),
+            stopped_because: Default::default(),
+            stats: Default::default(),
+            policy: sng_policy::Sandbox::this_binary(),
+            inputs_cache: Default::default(),
+        }
+    }
+
+    /// One reconcile pass over every workspace, starting nothing: the number of runs found due
+    /// (benchmarks and tests of the pass).
+    pub fn reconcile_pass(&self) -> usize {
+        self.reconcile_once().0.len()
+    }
+
     /// Mark runs cut by a crash or a restart `Interrupted`, release their locks and tokens.
     pub fn recover(&self) -> Result<usize, sng_store::StoreError> {
         let cut = self.store.runs_running()?;
@@ -244,6 +280,19 @@ impl Platform {
                     continue;
                 }
             };
+            let versions = match self.store.object_versions(&tenant) {
+                Ok(v) => v,
+                Err(e) => {
+                    tracing::error!(tenant, error = %e, "reconcile: cannot read object versions");
+                    continue;
+                }
+            };
+            let view = facts::PassView {
+                cache: &self.inputs_cache,
+                versions: &versions,
+            };
+            self.inputs_cache
+                .retain(&tenant, |n| snap.workspaces.contains_key(n));
             for (name, ws) in &snap.workspaces {
                 // A workspace with a run in progress has nothing to decide: skip the observation.
                 if self.is_active(&tenant, name)
@@ -251,7 +300,8 @@ impl Platform {
                 {
                     continue;
                 }
-                let observed = facts::observe(&self.store, &tenant, &snap, ws, now, false);
+                let observed =
+                    facts::observe(&self.store, &tenant, &snap, ws, now, false, Some(&view));
                 let mut action = decide(&observed.facts);
                 if let (Action::Run { .. }, Some(max)) = (&action, quotas.runs_per_hour) {
                     if runs_this_hour >= max as i64 {

@@ -151,8 +151,11 @@ pub const OUTPUTS_SECRET_CONFLICT: &str = "OutputsSecretConflict";
 /// this workspace (the platform's owner label), naming the secret and its owner.
 pub fn outputs_conflict(store: &Store, tenant: &str, ws: &Workspace) -> Option<String> {
     let name = ws.outputs_secret_name();
-    let secret = store.get(sng_api::Kind::Secret, tenant, &name).ok()??;
-    let owner = secret.meta().labels.get(OUTPUTS_OWNER_LABEL);
+    // The labels only: no sealed value is opened.
+    let labels = store
+        .object_labels(sng_api::Kind::Secret, tenant, &name)
+        .ok()??;
+    let owner = labels.get(OUTPUTS_OWNER_LABEL);
     if owner == Some(&ws.metadata.name) {
         return None;
     }

@@ -1,0 +1,178 @@
+//! A reconcile pass over idle workspaces opens no secret: their inputs are gathered again only
+//! when their spec, or an object their inputs were read from, changed. Counted through the
+//! store's count of sealed values opened (this file holds one test: the count is per process).
+
+use std::sync::Arc;
+
+use serde_json::{json, Value};
+use sng_api::{decode, Kind};
+use sng_server::platform::{observe, Platform, Snapshot};
+use sng_store::{sealed_values_opened, Store};
+
+fn doc(v: Value) -> sng_api::Object {
+    decode(&v, 1).unwrap()
+}
+
+fn secret(name: &str, key: &str, value: &str) -> sng_api::Object {
+    doc(
+        json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": name},
+               "stringData": {key: value}}),
+    )
+}
+
+fn workspace(name: &str, secret: &str) -> sng_api::Object {
+    doc(
+        json!({"apiVersion": "tofu.stackngo.io/v1alpha1", "kind": "Workspace",
+               "metadata": {"name": name},
+               "spec": {"module": {"source": "oci://r.example/acme/m", "tag": "1.0.0"},
+                        "suspend": true,
+                        "providers": [{"name": "files"}],
+                        "varsFrom": [{"secretRef": {"name": secret, "key": "k"}}]}}),
+    )
+}
+
+fn platform(store: Arc<Store>, dir: &std::path::Path) -> Platform {
+    let oci = sng_oci::Client::new(sng_oci::ClientConfig {
+        insecure_registries: vec![],
+        cache_dir: dir.join("cache"),
+        limits: sng_oci::Limits::default(),
+    })
+    .unwrap();
+    let runner = sng_runner::RunConfig {
+        engine: sng_runner::Engine {
+            path: "/bin/false".into(),
+            version: "1.15.5".into(),
+        },
+        runs_dir: dir.join("runs"),
+        plugin_cache: dir.join("plugins"),
+        provider_mirror: None,
+        sandbox: sng_runner::Sandbox::detect(),
+        timeout: std::time::Duration::from_secs(60),
+        grace: std::time::Duration::from_secs(1),
+        engine_log: None,
+        keep_run_dirs: false,
+        init_cache: None,
+    };
+    Platform::new(
+        store,
+        oci,
+        runner,
+        "http://127.0.0.1:1".into(),
+        dir.join("logs"),
+        1,
+    )
+}
+
+/// The inputs hash of every workspace, gathered afresh (secrets opened).
+fn fresh_hashes(store: &Store) -> Vec<(String, String)> {
+    let snap = Snapshot::load(store, "default").unwrap();
+    snap.workspaces
+        .values()
+        .map(|ws| {
+            let o = observe(store, "default", &snap, ws, 0, false, None);
+            (ws.metadata.name.clone(), o.facts.inputs_hash)
+        })
+        .collect()
+}
+
+#[test]
+fn an_idle_pass_opens_no_secret_and_a_rotation_is_seen_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Arc::new(Store::open_in_memory().unwrap());
+    const N: usize = 300;
+    let mut objects = vec![
+        secret("prov", "root", "/tmp/files"),
+        doc(
+            json!({"apiVersion": "tofu.stackngo.io/v1alpha1", "kind": "Provider",
+                   "metadata": {"name": "files"},
+                   "spec": {"source": "example.com/sng/file",
+                            "configFrom": [{"attribute": "root", "secretRef": {"name": "prov", "key": "root"}}]}}),
+        ),
+        secret("shared", "k", "shared-value"),
+        secret("rotated", "k", "first-value"),
+    ];
+    for i in 0..N {
+        let cites = if i == 7 { "rotated" } else { "shared" };
+        objects.push(workspace(&format!("ws-{i:04}"), cites));
+    }
+    store.apply("default", objects, false).unwrap();
+    let p = platform(store.clone(), dir.path());
+
+    let before = sealed_values_opened();
+    p.reconcile_pass();
+    let first = sealed_values_opened() - before;
+    assert!(
+        first >= N as u64,
+        "the first pass gathers every workspace: {first}"
+    );
+
+    let before = sealed_values_opened();
+    for _ in 0..3 {
+        p.reconcile_pass();
+    }
+    assert_eq!(
+        sealed_values_opened() - before,
+        0,
+        "idle passes open no secret"
+    );
+
+    // A rotation: only the workspace citing the secret is gathered again, and its new hash is
+    // the one a fresh gathering gives.
+    let old = fresh_hashes(&store);
+    store
+        .apply(
+            "default",
+            vec![secret("rotated", "k", "second-value")],
+            false,
+        )
+        .unwrap();
+    let before = sealed_values_opened();
+    p.reconcile_pass();
+    let after_rotation = sealed_values_opened() - before;
+    assert!(
+        after_rotation > 0 && after_rotation < 10,
+        "one workspace gathered again: {after_rotation} sealed values opened"
+    );
+    let new = fresh_hashes(&store);
+    let changed: Vec<&str> = old
+        .iter()
+        .zip(&new)
+        .filter(|(a, b)| a.1 != b.1)
+        .map(|(a, _)| a.0.as_str())
+        .collect();
+    assert_eq!(changed, ["ws-0007"]);
+    // The cached pass decides on the same hashes as a fresh gathering.
+    let snap = Snapshot::load(&store, "default").unwrap();
+    let versions = store.object_versions("default").unwrap();
+    let view = sng_server::platform::PassView {
+        cache: &p.inputs_cache,
+        versions: &versions,
+    };
+    let before = sealed_values_opened();
+    for (name, hash) in &new {
+        let ws = &snap.workspaces[name];
+        let o = observe(&store, "default", &snap, ws, 0, false, Some(&view));
+        assert_eq!(&o.facts.inputs_hash, hash, "{name}");
+    }
+    assert_eq!(sealed_values_opened() - before, 0);
+    // A deleted secret is seen by the next pass: the workspace waits for it.
+    store.delete(Kind::Secret, "default", "rotated").unwrap();
+    p.reconcile_pass();
+    let snap = Snapshot::load(&store, "default").unwrap();
+    let versions = store.object_versions("default").unwrap();
+    let view = sng_server::platform::PassView {
+        cache: &p.inputs_cache,
+        versions: &versions,
+    };
+    let o = observe(
+        &store,
+        "default",
+        &snap,
+        &snap.workspaces["ws-0007"],
+        0,
+        false,
+        Some(&view),
+    );
+    let problem = o.facts.inputs_problem.expect("a problem");
+    assert_eq!(problem.0, "SecretNotFound", "{problem:?}");
+}

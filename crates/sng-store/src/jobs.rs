@@ -1,0 +1,336 @@
+//! The job queue with leases (see [`sng_core::jobs`]): a run is a row that any process can
+//! claim. Enqueued with its run record in one transaction, at most one open job per workspace
+//! (a unique partial index); claimed in tenant turn under the tenant's `concurrentRuns` quota,
+//! with a lease and a new epoch; renewed by heartbeats that answer continue, cancel or lost;
+//! finished only by the holder of the current epoch; expired leases are closed, their runs
+//! recorded Interrupted, their state locks and run tokens released, in one transaction.
+
+use rusqlite::{params, OptionalExtension, Row, Transaction, TransactionBehavior};
+use sng_core::jobs::{Beat, Cancelled, Claim, Expired, Job, JobState};
+
+use crate::{now_rfc3339, Result, RunRecord, Store, StoreError};
+
+const COLUMNS: &str = "id, tenant, workspace, state, epoch, agent, lease_until, cancel_by, spec";
+
+fn job_of(r: &Row<'_>) -> rusqlite::Result<(Job, String)> {
+    let state: String = r.get(3)?;
+    let spec: String = r.get(8)?;
+    Ok((
+        Job {
+            id: r.get(0)?,
+            tenant: r.get(1)?,
+            workspace: r.get(2)?,
+            state: JobState::parse(&state).unwrap_or(JobState::Expired),
+            epoch: r.get(4)?,
+            agent: r.get(5)?,
+            lease_until: r.get(6)?,
+            cancel_by: r.get(7)?,
+            spec: serde_json::Value::Null,
+        },
+        spec,
+    ))
+}
+
+fn with_spec((mut job, spec): (Job, String)) -> Result<Job> {
+    job.spec = serde_json::from_str(&spec)
+        .map_err(|e| StoreError::Corrupt(format!("job `{}`: {e}", job.id)))?;
+    Ok(job)
+}
+
+fn job_where(
+    tx: &rusqlite::Connection,
+    clause: &str,
+    p: impl rusqlite::Params,
+) -> Result<Option<Job>> {
+    tx.query_row(
+        &format!("SELECT {COLUMNS} FROM jobs WHERE {clause}"),
+        p,
+        job_of,
+    )
+    .optional()?
+    .map(with_spec)
+    .transpose()
+}
+
+/// Write a run record inside a transaction (the row of `runs`).
+fn put_run(tx: &Transaction<'_>, run: &RunRecord) -> Result<()> {
+    tx.execute(
+        "INSERT INTO runs (id, tenant, workspace, phase, created_at, record) VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+         ON CONFLICT (id) DO UPDATE SET phase = excluded.phase, record = excluded.record",
+        params![
+            run.id,
+            run.tenant,
+            run.workspace,
+            run.phase.to_string(),
+            run.created_at,
+            serde_json::to_string(run).expect("json")
+        ],
+    )?;
+    Ok(())
+}
+
+fn immediate(conn: &mut rusqlite::Connection) -> Result<Transaction<'_>> {
+    Ok(conn.transaction_with_behavior(TransactionBehavior::Immediate)?)
+}
+
+impl Store {
+    /// Enqueue the job of a run with its run record, in one transaction. A workspace has at
+    /// most one open (queued or leased) job: a second one is refused ([`StoreError::Conflict`]).
+    /// `spec` is the job spec: never a secret value (those join it in the claim answer).
+    pub fn job_enqueue(&self, run: &RunRecord, spec: &serde_json::Value) -> Result<Job> {
+        let mut conn = self.conn();
+        let tx = immediate(&mut conn)?;
+        if let Some(open) = job_where(
+            &tx,
+            "tenant = ?1 AND workspace = ?2 AND state IN ('queued', 'leased')",
+            params![run.tenant, run.workspace],
+        )? {
+            return Err(StoreError::Conflict(format!(
+                "Workspace `{}` already has an open job `{}` ({})",
+                run.workspace,
+                open.id,
+                open.state.as_str()
+            )));
+        }
+        put_run(&tx, run)?;
+        tx.execute(
+            "INSERT INTO jobs (id, tenant, workspace, state, epoch, spec, enqueued_at)
+             VALUES (?1, ?2, ?3, 'queued', 0, ?4, ?5)",
+            params![
+                run.id,
+                run.tenant,
+                run.workspace,
+                serde_json::to_string(spec).expect("json"),
+                now_rfc3339()
+            ],
+        )?;
+        let job = job_where(&tx, "id = ?1", params![run.id])?.expect("just inserted");
+        tx.commit()?;
+        Ok(job)
+    }
+
+    /// Claim the next job for `agent`: from the tenant served least recently that has a queued
+    /// job and fewer leased jobs than its `spec.quotas.concurrentRuns`, its oldest job; only
+    /// among `tenants` when given (an agent bound to some tenants). The lease runs `lease_ms`
+    /// from `now_ms`; the epoch is raised.
+    pub fn job_claim(
+        &self,
+        agent: &str,
+        tenants: Option<&[String]>,
+        now_ms: i64,
+        lease_ms: i64,
+    ) -> Result<Option<Claim>> {
+        let allowed = tenants.map(|t| serde_json::to_string(t).expect("json"));
+        let mut conn = self.conn();
+        let tx = immediate(&mut conn)?;
+        let tenant: Option<String> = tx
+            .query_row(
+                "SELECT j.tenant FROM jobs j
+                   LEFT JOIN job_turns t ON t.tenant = j.tenant
+                  WHERE j.state = 'queued'
+                    AND (?1 IS NULL OR j.tenant IN (SELECT value FROM json_each(?1)))
+                    AND (SELECT COUNT(*) FROM jobs l WHERE l.tenant = j.tenant AND l.state = 'leased')
+                        < COALESCE((SELECT json_extract(o.spec, '$.quotas.concurrentRuns') FROM objects o
+                                     WHERE o.tenant = '' AND o.kind = 'Tenant' AND o.name = j.tenant),
+                                   9223372036854775807)
+                  GROUP BY j.tenant
+                  ORDER BY COALESCE(MAX(t.served), 0), j.tenant
+                  LIMIT 1",
+                params![allowed],
+                |r| r.get(0),
+            )
+            .optional()?;
+        let Some(tenant) = tenant else {
+            return Ok(None);
+        };
+        let id: String = tx.query_row(
+            "SELECT id FROM jobs WHERE tenant = ?1 AND state = 'queued' ORDER BY seq LIMIT 1",
+            params![tenant],
+            |r| r.get(0),
+        )?;
+        let lease_until = now_ms.saturating_add(lease_ms);
+        tx.execute(
+            "UPDATE jobs SET state = 'leased', epoch = epoch + 1, agent = ?2, lease_until = ?3,
+                    claimed_at = ?4 WHERE id = ?1",
+            params![id, agent, lease_until, now_ms],
+        )?;
+        tx.execute(
+            "INSERT INTO job_turns (tenant, served) VALUES (?1, (SELECT COALESCE(MAX(served), 0) + 1 FROM job_turns))
+             ON CONFLICT (tenant) DO UPDATE SET served = excluded.served",
+            params![tenant],
+        )?;
+        let job = job_where(&tx, "id = ?1", params![id])?.expect("just claimed");
+        tx.commit()?;
+        Ok(Some(Claim { job, lease_until }))
+    }
+
+    /// Renew the lease of job `id` held at `epoch` until `now_ms + lease_ms`: continue, or
+    /// cancel (somebody asked), or lost (the epoch is no longer the job's, or it ended).
+    pub fn job_heartbeat(&self, id: &str, epoch: i64, now_ms: i64, lease_ms: i64) -> Result<Beat> {
+        let conn = self.conn();
+        let cancel: Option<Option<String>> = conn
+            .query_row(
+                "UPDATE jobs SET lease_until = ?3 WHERE id = ?1 AND epoch = ?2 AND state = 'leased'
+                 RETURNING cancel_by",
+                params![id, epoch, now_ms.saturating_add(lease_ms)],
+                |r| r.get(0),
+            )
+            .optional()?;
+        Ok(match cancel {
+            None => Beat::Lost,
+            Some(None) => Beat::Continue,
+            Some(Some(by)) => Beat::Cancel(by),
+        })
+    }
+
+    /// End job `id` held at `epoch` and write its final run record, in one transaction. A
+    /// holder whose lease is gone writes nothing ([`StoreError::Conflict`] naming the epochs).
+    pub fn job_finish(&self, id: &str, epoch: i64, run: &RunRecord) -> Result<()> {
+        let mut conn = self.conn();
+        let tx = immediate(&mut conn)?;
+        let job = job_where(&tx, "id = ?1", params![id])?
+            .ok_or_else(|| StoreError::not_found("Job", id))?;
+        if job.state != JobState::Leased || job.epoch != epoch {
+            return Err(lease_lost(&job, epoch));
+        }
+        tx.execute(
+            "UPDATE jobs SET state = 'finished', lease_until = NULL, ended_at = ?2 WHERE id = ?1",
+            params![id, now_rfc3339()],
+        )?;
+        put_run(&tx, run)?;
+        tx.commit()?;
+        self.last_ended_cache()
+            .remove(&(run.tenant.clone(), run.workspace.clone()));
+        Ok(())
+    }
+
+    /// Write the run record of job `id` while its lease is held at `epoch` (progress: the plan
+    /// summary as soon as it exists). Refused like [`Store::job_finish`] once the lease is gone.
+    pub fn job_record(&self, id: &str, epoch: i64, run: &RunRecord) -> Result<()> {
+        let mut conn = self.conn();
+        let tx = immediate(&mut conn)?;
+        let job = job_where(&tx, "id = ?1", params![id])?
+            .ok_or_else(|| StoreError::not_found("Job", id))?;
+        if job.state != JobState::Leased || job.epoch != epoch {
+            return Err(lease_lost(&job, epoch));
+        }
+        put_run(&tx, run)?;
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// Cancel the open job of a workspace, asked by `by`: a queued one is closed at once (its
+    /// run record ends `Interrupted` with `message`), a leased one is told at its next heartbeat.
+    pub fn job_cancel(
+        &self,
+        tenant: &str,
+        workspace: &str,
+        by: &str,
+        message: &str,
+    ) -> Result<Cancelled> {
+        let mut conn = self.conn();
+        let tx = immediate(&mut conn)?;
+        let Some(job) = job_where(
+            &tx,
+            "tenant = ?1 AND workspace = ?2 AND state IN ('queued', 'leased')",
+            params![tenant, workspace],
+        )?
+        else {
+            return Ok(Cancelled::Nothing);
+        };
+        let out = if job.state == JobState::Queued {
+            tx.execute(
+                "UPDATE jobs SET state = 'cancelled', cancel_by = ?2, ended_at = ?3 WHERE id = ?1",
+                params![job.id, by, now_rfc3339()],
+            )?;
+            if let Some(mut run) = crate::runs::run_in(&tx, tenant, &job.id)? {
+                run.phase = "Interrupted".parse().expect("a phase");
+                run.message = Some(message.to_string());
+                run.finished_at = Some(now_rfc3339());
+                put_run(&tx, &run)?;
+            }
+            Cancelled::Queued(job_where(&tx, "id = ?1", params![job.id])?.expect("row"))
+        } else {
+            tx.execute(
+                "UPDATE jobs SET cancel_by = ?2 WHERE id = ?1",
+                params![job.id, by],
+            )?;
+            Cancelled::Requested(job_where(&tx, "id = ?1", params![job.id])?.expect("row"))
+        };
+        tx.commit()?;
+        self.last_ended_cache()
+            .remove(&(tenant.to_string(), workspace.to_string()));
+        Ok(out)
+    }
+
+    /// Close every lease that ended before `now_ms`: the job becomes `Expired` (its holder is
+    /// fenced: its epoch no longer matches anything open), its run record `Interrupted` with
+    /// `message`, its state locks and run tokens released — each job in one transaction.
+    pub fn job_expire(&self, now_ms: i64, message: &str) -> Result<Vec<Expired>> {
+        let mut conn = self.conn();
+        let tx = immediate(&mut conn)?;
+        let expired: Vec<Job> = {
+            let mut stmt = tx.prepare_cached(&format!(
+                "SELECT {COLUMNS} FROM jobs WHERE state = 'leased' AND lease_until < ?1 ORDER BY lease_until"
+            ))?;
+            let rows = stmt
+                .query_map(params![now_ms], job_of)?
+                .collect::<rusqlite::Result<Vec<_>>>()?;
+            rows.into_iter().map(with_spec).collect::<Result<_>>()?
+        };
+        let mut out = Vec::with_capacity(expired.len());
+        let at = now_rfc3339();
+        for mut job in expired {
+            tx.execute(
+                "UPDATE jobs SET state = 'expired', ended_at = ?2 WHERE id = ?1",
+                params![job.id, at],
+            )?;
+            tx.execute("DELETE FROM state_locks WHERE run_id = ?1", params![job.id])?;
+            tx.execute("DELETE FROM run_tokens WHERE run_id = ?1", params![job.id])?;
+            if let Some(mut run) = crate::runs::run_in(&tx, &job.tenant, &job.id)? {
+                run.phase = "Interrupted".parse().expect("a phase");
+                run.reason = Some("LeaseExpired".parse().expect("a reason"));
+                run.message = Some(message.to_string());
+                run.finished_at = Some(at.clone());
+                put_run(&tx, &run)?;
+            }
+            let noticed_after_ms = now_ms - job.lease_until.unwrap_or(now_ms);
+            job.state = JobState::Expired;
+            out.push(Expired {
+                job,
+                noticed_after_ms,
+            });
+        }
+        tx.commit()?;
+        if !out.is_empty() {
+            let mut cache = self.last_ended_cache();
+            for e in &out {
+                cache.remove(&(e.job.tenant.clone(), e.job.workspace.clone()));
+            }
+        }
+        Ok(out)
+    }
+
+    /// The open job of a workspace, if any.
+    pub fn job_open(&self, tenant: &str, workspace: &str) -> Result<Option<Job>> {
+        job_where(
+            &self.conn(),
+            "tenant = ?1 AND workspace = ?2 AND state IN ('queued', 'leased')",
+            params![tenant, workspace],
+        )
+    }
+
+    /// One job.
+    pub fn job_get(&self, id: &str) -> Result<Option<Job>> {
+        job_where(&self.conn(), "id = ?1", params![id])
+    }
+}
+
+fn lease_lost(job: &Job, epoch: i64) -> StoreError {
+    StoreError::Conflict(format!(
+        "the lease of job `{}` is lost: it is {} at epoch {}, the writer held epoch {epoch}; nothing was written",
+        job.id,
+        job.state.as_str(),
+        job.epoch
+    ))
+}

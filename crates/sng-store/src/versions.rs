@@ -1,0 +1,62 @@
+//! What the reconciler reads on every pass without opening a sealed value: the resource
+//! versions of a tenant's objects (to tell whether the inputs of a workspace may have changed)
+//! and the labels of one object.
+
+use std::collections::{BTreeMap, HashMap};
+
+use rusqlite::{params, OptionalExtension};
+use sng_api::Kind;
+
+use crate::{Result, Store, StoreError};
+
+/// Resource version of each object of a tenant, by (kind, name).
+pub type Versions = HashMap<(Kind, String), i64>;
+
+impl Store {
+    /// The resource versions of the Secrets, Providers and Workspaces of `tenant`: one query,
+    /// no sealed value opened.
+    pub fn object_versions(&self, tenant: &str) -> Result<Versions> {
+        let conn = self.conn();
+        let mut stmt = conn.prepare_cached(
+            "SELECT kind, name, resource_version FROM objects
+              WHERE tenant = ?1 AND kind IN ('Secret', 'Provider', 'Workspace')",
+        )?;
+        let rows = stmt
+            .query_map(params![tenant], |r| {
+                Ok((
+                    r.get::<_, String>(0)?,
+                    r.get::<_, String>(1)?,
+                    r.get::<_, i64>(2)?,
+                ))
+            })?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        Ok(rows
+            .into_iter()
+            .filter_map(|(kind, name, rv)| Some(((Kind::parse(&kind)?, name), rv)))
+            .collect())
+    }
+
+    /// The labels of an object, without opening its sealed values; `None` when it does not
+    /// exist.
+    pub fn object_labels(
+        &self,
+        kind: Kind,
+        tenant: &str,
+        name: &str,
+    ) -> Result<Option<BTreeMap<String, String>>> {
+        let labels: Option<String> = self
+            .conn()
+            .query_row(
+                "SELECT labels FROM objects WHERE tenant = ?1 AND kind = ?2 AND name = ?3",
+                params![tenant, kind.as_str(), name],
+                |r| r.get(0),
+            )
+            .optional()?;
+        labels
+            .map(|l| {
+                serde_json::from_str(&l)
+                    .map_err(|e| StoreError::Corrupt(format!("{kind} `{name}` labels: {e}")))
+            })
+            .transpose()
+    }
+}
