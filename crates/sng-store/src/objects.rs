@@ -172,6 +172,26 @@ fn mark_row_deleting(
     Ok(Some(rv))
 }
 
+/// The audit entry (and event) of a deletion asked for that waits (outcome `deleting`).
+fn deletion_asked(
+    tx: &Transaction<'_>,
+    kind: Kind,
+    tenant: &str,
+    name: &str,
+    row: &Row,
+    by: &crate::Actor,
+) -> Result<()> {
+    let written = crate::audit::Written {
+        tenant,
+        kind: kind.as_str(),
+        name,
+        outcome: "deleting",
+        generation: Some(row.generation),
+        run: None,
+    };
+    crate::audit::insert_audit(tx, by, written, Value::Null).map(drop)
+}
+
 /// The status of a workspace row (empty when it has none).
 fn row_status(row: &Row, name: &str) -> Result<sng_api::workspace::WorkspaceStatus> {
     row.status
@@ -270,7 +290,20 @@ impl Store {
 
     /// Create or update every object in one transaction: all of them, or none.
     /// `tenant` scopes namespaced kinds and must exist. With `dry_run`, nothing is written.
+    /// A write of the platform's own (no principal): see [`Store::apply_by`].
     pub fn apply(&self, tenant: &str, objects: Vec<Object>, dry_run: bool) -> Result<Vec<Applied>> {
+        self.apply_as(tenant, objects, dry_run, None)
+    }
+
+    /// [`Store::apply`]; with `by`, each object written (not unchanged) gets its audit entry
+    /// (and event) in the same transaction, with the generation it produced.
+    pub(crate) fn apply_as(
+        &self,
+        tenant: &str,
+        objects: Vec<Object>,
+        dry_run: bool,
+        by: Option<&crate::Actor>,
+    ) -> Result<Vec<Applied>> {
         let mut conn = self.conn();
         let master = self.master();
         let tx = conn.transaction()?;
@@ -357,6 +390,17 @@ impl Store {
             };
             let row = get_row(&tx, kind, tenant, &name)?
                 .ok_or_else(|| StoreError::not_found(kind.as_str(), &name))?;
+            if let Some(by) = by.filter(|_| !dry_run && outcome != ApplyOutcome::Unchanged) {
+                let written = crate::audit::Written {
+                    tenant: if kind == Kind::Tenant { &name } else { tenant },
+                    kind: kind.as_str(),
+                    name: &name,
+                    outcome: outcome.as_str(),
+                    generation: Some(row.generation),
+                    run: None,
+                };
+                crate::audit::insert_audit(&tx, by, written, Value::Null)?;
+            }
             out.push(Applied {
                 object: to_object(&mut keys, kind, tenant, name, row)?,
                 outcome,
@@ -515,10 +559,32 @@ impl Store {
 
     /// Delete one object and return it. Deleting a tenant deletes everything it owns, tokens included.
     pub fn delete(&self, kind: Kind, tenant: &str, name: &str) -> Result<Object> {
+        self.delete_as(kind, tenant, name, None)
+    }
+
+    /// [`Store::delete`]; with `by`, its audit entry (and event) in the same transaction.
+    pub(crate) fn delete_as(
+        &self,
+        kind: Kind,
+        tenant: &str,
+        name: &str,
+        by: Option<&crate::Actor>,
+    ) -> Result<Object> {
         let mut conn = self.conn();
         let tx = conn.transaction()?;
         let row = get_row(&tx, kind, tenant, name)?
             .ok_or_else(|| StoreError::not_found(kind.as_str(), name))?;
+        if let Some(by) = by {
+            let written = crate::audit::Written {
+                tenant: if kind == Kind::Tenant { name } else { tenant },
+                kind: kind.as_str(),
+                name,
+                outcome: "deleted",
+                generation: Some(row.generation),
+                run: None,
+            };
+            crate::audit::insert_audit(&tx, by, written, Value::Null)?;
+        }
         let obj = to_object(
             &mut Keyring::new(&tx, &self.master()),
             kind,
@@ -571,22 +637,63 @@ impl Store {
         })
     }
 
-    /// Mark an object as being deleted (its deletion waits for something, e.g. a destroy).
-    pub fn mark_deleting(&self, kind: Kind, tenant: &str, name: &str) -> Result<Object> {
+    /// [`Store::update_status`] asked for `by` (a refresh made due now): its audit entry (and
+    /// event, outcome `outcome`) in the same transaction.
+    pub fn update_status_by(
+        &self,
+        kind: Kind,
+        tenant: &str,
+        name: &str,
+        status: &Value,
+        outcome: &str,
+        by: &crate::Actor,
+    ) -> Result<Object> {
         self.change_row(kind, tenant, name, |tx, row| {
+            let written = crate::audit::Written {
+                tenant,
+                kind: kind.as_str(),
+                name,
+                outcome,
+                generation: Some(row.generation),
+                run: None,
+            };
+            crate::audit::insert_audit(tx, by, written, Value::Null)?;
+            let rv = next_revision(tx)?;
+            tx.execute(
+                "UPDATE objects SET status = ?1, resource_version = ?2 WHERE tenant = ?3 AND kind = ?4 AND name = ?5",
+                params![status.to_string(), rv, scope(kind, tenant), kind.as_str(), name],
+            )?;
+            Ok(Some(rv))
+        })
+    }
+
+    /// Mark an object as being deleted (its deletion waits for something, e.g. a destroy),
+    /// asked for `by`: its audit entry (and event) in the same transaction.
+    pub fn mark_deleting(
+        &self,
+        kind: Kind,
+        tenant: &str,
+        name: &str,
+        by: &crate::Actor,
+    ) -> Result<Object> {
+        self.change_row(kind, tenant, name, |tx, row| {
+            deletion_asked(tx, kind, tenant, name, row, by)?;
             mark_row_deleting(tx, kind, tenant, name, row)
         })
     }
 
     /// Mark a workspace as being deleted; in the same transaction, the deletion supersedes
     /// the plan awaiting approval and its approval (an approval from now on is refused).
+    /// Asked for `by`: its audit entry (and event) in the same transaction.
     pub fn mark_workspace_deleting(
         &self,
         tenant: &str,
         name: &str,
+        by: &crate::Actor,
     ) -> Result<(Object, Option<crate::approvals::Superseded>)> {
         let mut superseded = None;
         let obj = self.change_row(Kind::Workspace, tenant, name, |tx, row| {
+            deletion_asked(tx, Kind::Workspace, tenant, name, row, by)?;
             let written = mark_row_deleting(tx, Kind::Workspace, tenant, name, row)?;
             if written.is_some() {
                 let status = row_status(row, name)?;
