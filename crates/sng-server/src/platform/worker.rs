@@ -274,7 +274,11 @@ pub async fn run_workspace(
         ) {
             record.trigger = "rollback".into();
             record.restores = Some(restored.clone());
-            record.caused_by = Some(format!("rollback to run {restored}"));
+            let by = crate::audit::author(&p.store, tenant, &ws.metadata.name, generation);
+            record.caused_by = Some(match by {
+                Some(by) => format!("rollback to run {restored}, {by}"),
+                None => format!("rollback to run {restored}"),
+            });
         }
     }
     let _ = p.store.run_put(&record);
