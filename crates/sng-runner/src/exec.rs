@@ -254,7 +254,10 @@ mod tests {
         log.line("after old-canary-1234").await;
         log.flush().await;
         let text = std::fs::read_to_string(&path).unwrap();
-        assert!(!text.contains("old-canary") && !text.contains("known-secret"), "{text}");
+        assert!(
+            !text.contains("old-canary") && !text.contains("known-secret"),
+            "{text}"
+        );
         assert_eq!(text.lines().count(), 3, "{text}");
         assert!(text.contains("prior state: "), "{text}");
     }

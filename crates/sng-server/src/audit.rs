@@ -38,7 +38,11 @@ pub(crate) fn deletion_asker(s: &Store, tenant: &str, name: &str) -> Option<Acto
 
 /// `{tokenId, description}` of a token, as events name a principal.
 pub(crate) fn by_value(s: &Store, token_id: &str) -> Value {
-    let description = s.token_description(token_id).ok().flatten().unwrap_or_default();
+    let description = s
+        .token_description(token_id)
+        .ok()
+        .flatten()
+        .unwrap_or_default();
     sng_store::by_value(token_id, &description)
 }
 

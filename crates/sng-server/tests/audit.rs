@@ -199,13 +199,21 @@ async fn the_events_of_writes_name_the_principal_and_token_ids_are_short() {
         )
         .await;
     assert_eq!(code, StatusCode::OK, "{body}");
-    let (code, body) = api.get("/api/v1/tenants/default/events?workspace=app").await;
+    let (code, body) = api
+        .get("/api/v1/tenants/default/events?workspace=app")
+        .await;
     assert_eq!(code, StatusCode::OK, "{body}");
     let seen: Vec<(&str, &Value, &Value)> = body["items"]
         .as_array()
         .unwrap()
         .iter()
-        .map(|e| (e["eventType"].as_str().unwrap(), &e["data"]["by"], &e["data"]["generation"]))
+        .map(|e| {
+            (
+                e["eventType"].as_str().unwrap(),
+                &e["data"]["by"],
+                &e["data"]["generation"],
+            )
+        })
         .collect();
     let by = json!({"tokenId": id, "description": "ci-bot"});
     assert_eq!(

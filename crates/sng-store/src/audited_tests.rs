@@ -35,12 +35,15 @@ fn a_failed_write_leaves_no_entry_and_a_written_one_exactly_one_per_object() {
     // The second object is refused: nothing of the apply is written, no entry, no event.
     let mut stale = ws("b", "1");
     stale.meta_mut().resource_version = Some("7".into());
-    assert!(s.apply_by("default", vec![ws("a", "1"), stale], false, &by).is_err());
+    assert!(s
+        .apply_by("default", vec![ws("a", "1"), stale], false, &by)
+        .is_err());
     assert!(s.get(Kind::Workspace, "default", "a").unwrap().is_none());
     assert!(trail(&s).is_empty());
     assert!(s.events("default", None, 10).unwrap().is_empty());
     // A dry run records nothing either.
-    s.apply_by("default", vec![ws("a", "1")], true, &by).unwrap();
+    s.apply_by("default", vec![ws("a", "1")], true, &by)
+        .unwrap();
     assert!(trail(&s).is_empty());
 
     s.apply_by("default", vec![ws("a", "1"), ws("b", "1")], false, &by)
@@ -61,7 +64,10 @@ fn a_failed_write_leaves_no_entry_and_a_written_one_exactly_one_per_object() {
         "one entry per object written, with the generation it produced; none when unchanged"
     );
     let e = &trail(&s)[0];
-    assert_eq!((e.token_id.as_str(), e.token_description.as_str()), (id.as_str(), "ci-bot"));
+    assert_eq!(
+        (e.token_id.as_str(), e.token_description.as_str()),
+        (id.as_str(), "ci-bot")
+    );
     let events = s.events("default", Some("a"), 10).unwrap();
     assert_eq!(events.len(), 2);
     assert_eq!(events[0].event_type, "workspace.applied");
@@ -147,12 +153,20 @@ fn approvals_refused_cancels_tokens_and_keys_are_recorded() {
         .is_err());
 
     let (info, value) = s
-        .create_token_by("default", Role::Viewer, "viewer", None, &by.doing("token.create"))
+        .create_token_by(
+            "default",
+            Role::Viewer,
+            "viewer",
+            None,
+            &by.doing("token.create"),
+        )
         .unwrap();
     let id_rule = |i: &str| {
         i.len() == 20
             && i.starts_with("tok-")
-            && i[4..].chars().all(|c| c.is_ascii_digit() || ('a'..='f').contains(&c))
+            && i[4..]
+                .chars()
+                .all(|c| c.is_ascii_digit() || ('a'..='f').contains(&c))
     };
     assert!(id_rule(&info.id), "{}", info.id);
     assert!(s
@@ -180,7 +194,11 @@ fn tokens_of_the_old_id_form_keep_working() {
         )
         .unwrap();
     assert_eq!(s.authenticate(&value).unwrap().unwrap().token_id, old);
-    assert!(s.list_tokens(Some("default")).unwrap().iter().any(|t| t.id == old));
+    assert!(s
+        .list_tokens(Some("default"))
+        .unwrap()
+        .iter()
+        .any(|t| t.id == old));
     let by = Actor::new(&old, "token.revoke");
     let revoked = s.revoke_token_by("default", &old, &by).unwrap();
     assert!(revoked.revoked_at.is_some());

@@ -237,11 +237,15 @@ impl Store {
             params![info.id, info.tenant, hash(&value), role.as_str(), info.description, info.created_at, info.expires_at],
         )?;
         if let (Some(by), Some(t)) = (by, tenant) {
-            let by = by.clone().with_detail(format!(
-                "role {role}, described `{}`",
-                info.description
-            ));
-            crate::audit::insert_audit(&tx, &by, token_written(t, &info.id, "created"), Value::Null)?;
+            let by = by
+                .clone()
+                .with_detail(format!("role {role}, described `{}`", info.description));
+            crate::audit::insert_audit(
+                &tx,
+                &by,
+                token_written(t, &info.id, "created"),
+                Value::Null,
+            )?;
         }
         tx.commit()?;
         Ok((info, value))
@@ -354,7 +358,12 @@ impl Store {
             .optional()?
             .ok_or_else(|| StoreError::not_found("Token", id))?;
         if let (Some(by), Some(t)) = (by, tenant) {
-            crate::audit::insert_audit(&tx, by, token_written(t, &info.id, "revoked"), Value::Null)?;
+            crate::audit::insert_audit(
+                &tx,
+                by,
+                token_written(t, &info.id, "revoked"),
+                Value::Null,
+            )?;
         }
         tx.commit()?;
         Ok(info)

@@ -135,7 +135,10 @@ fn a_follower_of_a_running_plan_never_sees_an_old_value() {
         )
     };
     server.apply(&format!("{}---\n{}", secret(OLD), ws("")));
-    let first = runs_ended(&server, 1)[0]["id"].as_str().unwrap().to_string();
+    let first = runs_ended(&server, 1)[0]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
     // Suspended, the secret rotates past the values kept to mask (5): the old value is only in
     // the state now, which the next plan prints; the plan JSON marks it sensitive.
     server.apply(&ws("  suspend: true\n"));
@@ -167,7 +170,10 @@ fn a_follower_of_a_running_plan_never_sees_an_old_value() {
             .unwrap();
         offset += bytes.len();
         let text = String::from_utf8_lossy(&bytes);
-        assert!(!text.contains(OLD), "a reader of the live log saw the old value: {text}");
+        assert!(
+            !text.contains(OLD),
+            "a reader of the live log saw the old value: {text}"
+        );
         pieces.push_str(&text);
         let phase = server.runs("c")["items"]
             .as_array()
@@ -179,7 +185,10 @@ fn a_follower_of_a_running_plan_never_sees_an_old_value() {
     });
     let followed = ok(server.sng(&["logs", "-f", &run]));
     let stored = server.logs(&run);
-    assert!(stored.contains("terraform_data.t"), "the plan is in the log: {stored}");
+    assert!(
+        stored.contains("terraform_data.t"),
+        "the plan is in the log: {stored}"
+    );
     for text in [&followed, &stored, &pieces] {
         assert!(!text.contains(OLD), "the old value in a log: {text}");
     }
