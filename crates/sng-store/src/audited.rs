@@ -5,12 +5,34 @@
 
 use std::time::Duration;
 
+use rusqlite::params;
+use serde_json::Value;
 use sng_api::{Kind, Object};
 
 use crate::audit::{insert_audit, Written};
 use crate::runs::{add_decision, run_in, Decision};
 use crate::{Actor, Applied, ApplyOutcome, Result, Role, Store, StoreError};
 use crate::{TenantKeyRotation, TokenInfo};
+
+/// The audit entry (and event) of a deletion asked for that waits (outcome `deleting`).
+pub(crate) fn deletion_asked(
+    tx: &rusqlite::Transaction<'_>,
+    kind: Kind,
+    tenant: &str,
+    name: &str,
+    generation: i64,
+    by: &Actor,
+) -> Result<()> {
+    let written = Written {
+        tenant,
+        kind: kind.as_str(),
+        name,
+        outcome: "deleting",
+        generation: Some(generation),
+        run: None,
+    };
+    insert_audit(tx, by, written, Value::Null).map(drop)
+}
 
 impl ApplyOutcome {
     /// `created`, `configured`, `unchanged` (the audit trail's words).
@@ -41,6 +63,36 @@ impl Store {
     /// [`Store::delete`] by a principal (`workspace.deleted` for a Workspace).
     pub fn delete_by(&self, kind: Kind, tenant: &str, name: &str, by: &Actor) -> Result<Object> {
         self.delete_as(kind, tenant, name, Some(by))
+    }
+
+    /// [`Store::update_status`] asked for `by` (a refresh made due now): its audit entry (and
+    /// event, outcome `outcome`) in the same transaction.
+    pub fn update_status_by(
+        &self,
+        kind: Kind,
+        tenant: &str,
+        name: &str,
+        status: &Value,
+        outcome: &str,
+        by: &Actor,
+    ) -> Result<Object> {
+        self.change_row(kind, tenant, name, |tx, row| {
+            let written = Written {
+                tenant,
+                kind: kind.as_str(),
+                name,
+                outcome,
+                generation: Some(row.generation),
+                run: None,
+            };
+            insert_audit(tx, by, written, Value::Null)?;
+            let rv = crate::objects::next_revision(tx)?;
+            tx.execute(
+                "UPDATE objects SET status = ?1, resource_version = ?2 WHERE tenant = ?3 AND kind = ?4 AND name = ?5",
+                params![status.to_string(), rv, crate::objects::scope(kind, tenant), kind.as_str(), name],
+            )?;
+            Ok(Some(rv))
+        })
     }
 
     /// [`Store::create_token_expiring`] by a principal (`token.create` in the token's tenant).
@@ -103,7 +155,7 @@ impl Store {
             Some(r) => by.clone().with_detail(format!("run {}", r.id)),
             None => by.clone(),
         };
-        insert_audit(&tx, &by, written, serde_json::Value::Null)?;
+        insert_audit(&tx, &by, written, Value::Null)?;
         tx.commit()?;
         self.last_ended_cache()
             .remove(&(tenant.to_string(), workspace.to_string()));

@@ -34,7 +34,7 @@ pub struct Applied {
 }
 
 /// Scope of a kind: the tenant for namespaced kinds, '' for tenants themselves.
-fn scope(kind: Kind, tenant: &str) -> &str {
+pub(crate) fn scope(kind: Kind, tenant: &str) -> &str {
     if kind.namespaced() {
         tenant
     } else {
@@ -89,9 +89,9 @@ fn previous_values(
     Ok(kept)
 }
 
-struct Row {
+pub(crate) struct Row {
     uid: String,
-    generation: i64,
+    pub(crate) generation: i64,
     resource_version: i64,
     created_at: String,
     labels: String,
@@ -170,26 +170,6 @@ fn mark_row_deleting(
         params![now_rfc3339(), rv, scope(kind, tenant), kind.as_str(), name],
     )?;
     Ok(Some(rv))
-}
-
-/// The audit entry (and event) of a deletion asked for that waits (outcome `deleting`).
-fn deletion_asked(
-    tx: &Transaction<'_>,
-    kind: Kind,
-    tenant: &str,
-    name: &str,
-    row: &Row,
-    by: &crate::Actor,
-) -> Result<()> {
-    let written = crate::audit::Written {
-        tenant,
-        kind: kind.as_str(),
-        name,
-        outcome: "deleting",
-        generation: Some(row.generation),
-        run: None,
-    };
-    crate::audit::insert_audit(tx, by, written, Value::Null).map(drop)
 }
 
 /// The status of a workspace row (empty when it has none).
@@ -637,36 +617,6 @@ impl Store {
         })
     }
 
-    /// [`Store::update_status`] asked for `by` (a refresh made due now): its audit entry (and
-    /// event, outcome `outcome`) in the same transaction.
-    pub fn update_status_by(
-        &self,
-        kind: Kind,
-        tenant: &str,
-        name: &str,
-        status: &Value,
-        outcome: &str,
-        by: &crate::Actor,
-    ) -> Result<Object> {
-        self.change_row(kind, tenant, name, |tx, row| {
-            let written = crate::audit::Written {
-                tenant,
-                kind: kind.as_str(),
-                name,
-                outcome,
-                generation: Some(row.generation),
-                run: None,
-            };
-            crate::audit::insert_audit(tx, by, written, Value::Null)?;
-            let rv = next_revision(tx)?;
-            tx.execute(
-                "UPDATE objects SET status = ?1, resource_version = ?2 WHERE tenant = ?3 AND kind = ?4 AND name = ?5",
-                params![status.to_string(), rv, scope(kind, tenant), kind.as_str(), name],
-            )?;
-            Ok(Some(rv))
-        })
-    }
-
     /// Mark an object as being deleted (its deletion waits for something, e.g. a destroy),
     /// asked for `by`: its audit entry (and event) in the same transaction.
     pub fn mark_deleting(
@@ -677,7 +627,7 @@ impl Store {
         by: &crate::Actor,
     ) -> Result<Object> {
         self.change_row(kind, tenant, name, |tx, row| {
-            deletion_asked(tx, kind, tenant, name, row, by)?;
+            crate::audited::deletion_asked(tx, kind, tenant, name, row.generation, by)?;
             mark_row_deleting(tx, kind, tenant, name, row)
         })
     }
@@ -693,7 +643,7 @@ impl Store {
     ) -> Result<(Object, Option<crate::approvals::Superseded>)> {
         let mut superseded = None;
         let obj = self.change_row(Kind::Workspace, tenant, name, |tx, row| {
-            deletion_asked(tx, Kind::Workspace, tenant, name, row, by)?;
+            crate::audited::deletion_asked(tx, Kind::Workspace, tenant, name, row.generation, by)?;
             let written = mark_row_deleting(tx, Kind::Workspace, tenant, name, row)?;
             if written.is_some() {
                 let status = row_status(row, name)?;
@@ -711,7 +661,7 @@ impl Store {
 
     /// One transaction over an existing row: `change` may write it and returns the new
     /// revision when it did; the object is read back, committed, and watchers are told.
-    fn change_row(
+    pub(crate) fn change_row(
         &self,
         kind: Kind,
         tenant: &str,
