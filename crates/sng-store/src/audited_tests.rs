@@ -204,3 +204,43 @@ fn tokens_of_the_old_id_form_keep_working() {
     assert!(revoked.revoked_at.is_some());
     assert_eq!(trail(&s)[0].token_description, "old");
 }
+
+#[test]
+fn refreshes_and_rollbacks_are_recorded_with_their_events() {
+    let (s, id) = store();
+    let by = Actor::new(&id, "apply");
+    s.apply_by("default", vec![ws("a", "1")], false, &by)
+        .unwrap();
+    s.update_status_by(
+        Kind::Workspace,
+        "default",
+        "a",
+        &json!({"nextRunAt": "2026-01-01T00:00:00Z"}),
+        "due now",
+        &by.doing("refresh"),
+    )
+    .unwrap();
+    let rollback = by.doing("rollback").with_detail("restores run r-1");
+    s.apply_by("default", vec![ws("a", "2")], false, &rollback)
+        .unwrap();
+    let seen: Vec<(String, String, Option<i64>)> = trail(&s)
+        .into_iter()
+        .take(2)
+        .map(|e| (e.action, e.outcome, e.generation))
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            ("rollback".into(), "configured".into(), Some(2)),
+            ("refresh".into(), "due now".into(), Some(1)),
+        ]
+    );
+    let events = s.events("default", Some("a"), 2).unwrap();
+    let types: Vec<&str> = events.iter().map(|e| e.event_type.as_str()).collect();
+    assert_eq!(
+        types,
+        ["workspace.rolled_back", "workspace.refresh_requested"]
+    );
+    assert_eq!(events[0].data["detail"], "restores run r-1");
+    assert_eq!(events[1].data["by"]["tokenId"], json!(id));
+}
