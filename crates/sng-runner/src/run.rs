@@ -666,6 +666,11 @@ async fn run_in(
             ));
         }
     }
+    // With an engine log level, the apply may print the values of sensitive outputs it
+    // computes: held back until the state tells which outputs are sensitive.
+    if cfg.engine_log.is_some() {
+        log.hold();
+    }
     let apply = run!(
         "apply",
         args(&[
@@ -706,7 +711,10 @@ async fn run_in(
                 .get("outputs")
                 .cloned()
                 .unwrap_or_else(|| Value::Object(Map::new()));
-            out.sensitive.extend(sensitive_output_values(&outputs));
+            let sensitive = sensitive_output_values(&outputs);
+            log.mask_also(&sensitive);
+            log.release().await;
+            out.sensitive.extend(sensitive);
             out.outputs = Some(outputs);
             out.state_serial = state.get("serial").and_then(Value::as_i64);
             RunResult::Succeeded
