@@ -21,6 +21,7 @@ pub const EVENT_TYPES: &[&str] = &[
     "run.rejected",
     "run.interrupted",
     "run.approval_refused",
+    "run.cancel_requested",
     "approval.superseded",
     "plan.superseded",
     "plan.quarantined",
@@ -29,6 +30,10 @@ pub const EVENT_TYPES: &[&str] = &[
     "workspace.failed",
     "workspace.drifted",
     "workspace.deleted",
+    "workspace.applied",
+    "workspace.deletion_requested",
+    "workspace.refresh_requested",
+    "workspace.rolled_back",
     "state.force_unlocked",
 ];
 

@@ -34,10 +34,14 @@ pub struct StepOutcome {
     pub elapsed: Duration,
 }
 
-/// Append-only masked log of a run.
+/// Append-only masked log of a run. The file is what a follower reads while the run goes on:
+/// lines that may hold values not yet known to the masker are held back ([`RunLog::hold`])
+/// and written, masked with what is known by then, on [`RunLog::release`].
 pub struct RunLog {
     file: tokio::fs::File,
     masker: Masker,
+    /// Lines held back (not masked yet: the masker learns more before they are written).
+    held: Option<Vec<String>>,
 }
 
 impl RunLog {
@@ -51,11 +55,23 @@ impl RunLog {
             .append(true)
             .open(path)
             .await?;
-        Ok(RunLog { file, masker })
+        Ok(RunLog {
+            file,
+            masker,
+            held: None,
+        })
     }
 
-    /// Write one line, masked.
+    /// Write one line, masked (or hold it back while held).
     pub async fn line(&mut self, text: &str) {
+        if let Some(held) = &mut self.held {
+            held.push(text.to_string());
+            return;
+        }
+        self.write_masked(text).await;
+    }
+
+    async fn write_masked(&mut self, text: &str) {
         let masked = self.masker.mask(text);
         let _ = self.file.write_all(masked.as_bytes()).await;
         let _ = self.file.write_all(b"\n").await;
@@ -73,7 +89,22 @@ impl RunLog {
         }
     }
 
-    /// Flush to disk.
+    /// Hold the lines back from now on, until [`RunLog::release`]: the engine is about to
+    /// print values the masker learns only afterwards (a plan prints the prior state, whose
+    /// sensitive values are known from the plan JSON).
+    pub fn hold(&mut self) {
+        self.held.get_or_insert_with(Vec::new);
+    }
+
+    /// Write the lines held back, masked with every value known now, and stop holding.
+    pub async fn release(&mut self) {
+        for line in self.held.take().unwrap_or_default() {
+            self.write_masked(&line).await;
+        }
+        self.flush().await;
+    }
+
+    /// Flush to disk (lines held back stay held).
     pub async fn flush(&mut self) {
         let _ = self.file.flush().await;
     }
@@ -199,4 +230,35 @@ pub async fn run_step(
     out.stdout = captured;
     out.elapsed = start.elapsed();
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn held_lines_are_written_only_when_released_and_masked_with_what_is_known_then() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("run.log");
+        let mut log = RunLog::open(&path, Masker::new(["known-secret"]))
+            .await
+            .unwrap();
+        log.line("before known-secret").await;
+        log.hold();
+        log.line("prior state: old-canary-1234").await;
+        log.flush().await;
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(!text.contains("old-canary"), "held back: {text}");
+        log.mask_also(&["old-canary-1234".to_string()]);
+        log.release().await;
+        log.line("after old-canary-1234").await;
+        log.flush().await;
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(
+            !text.contains("old-canary") && !text.contains("known-secret"),
+            "{text}"
+        );
+        assert_eq!(text.lines().count(), 3, "{text}");
+        assert!(text.contains("prior state: "), "{text}");
+    }
 }

@@ -333,6 +333,9 @@ pub async fn execute(cfg: &RunConfig, input: RunInput, cancel: CancellationToken
             format!("sng: run ended: {m}")
         }
     };
+    // A run that ended before its plan JSON was known releases what it held (masked with the
+    // values it has: secrets and their previous values, the backend's password).
+    log.release().await;
     log.line(&summary).await;
     log.flush().await;
     drop(log);
@@ -529,6 +532,9 @@ async fn run_in(
     if input.operation == Operation::Destroy {
         plan_args.push("-destroy".into());
     }
+    // What the plan prints (the prior state among it) is held back from the log, and from
+    // anyone following it, until the plan JSON tells which values are sensitive.
+    log.hold();
     let mut plan = run!("plan", plan_args.clone(), false);
     if plan.code != Some(0) && reused && needs_init(&plan) {
         // The reused directory does not fit after all: forget it, initialise, plan again.
@@ -593,6 +599,7 @@ async fn run_in(
     // engine already wrote (at the end of the run).
     let flagged = sng_core::redact::sensitive_values(&plan_json);
     log.mask_also(&flagged);
+    log.release().await;
     out.sensitive.extend(flagged);
     let masked = |v: Vec<Value>| -> Vec<Value> {
         v.into_iter()
@@ -659,6 +666,11 @@ async fn run_in(
             ));
         }
     }
+    // With an engine log level, the apply may print the values of sensitive outputs it
+    // computes: held back until the state tells which outputs are sensitive.
+    if cfg.engine_log.is_some() {
+        log.hold();
+    }
     let apply = run!(
         "apply",
         args(&[
@@ -699,7 +711,10 @@ async fn run_in(
                 .get("outputs")
                 .cloned()
                 .unwrap_or_else(|| Value::Object(Map::new()));
-            out.sensitive.extend(sensitive_output_values(&outputs));
+            let sensitive = sensitive_output_values(&outputs);
+            log.mask_also(&sensitive);
+            log.release().await;
+            out.sensitive.extend(sensitive);
             out.outputs = Some(outputs);
             out.state_serial = state.get("serial").and_then(Value::as_i64);
             RunResult::Succeeded

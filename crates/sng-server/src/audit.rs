@@ -1,5 +1,6 @@
 //! The audit trail of a tenant: what each write did and who did it (the token's id and
-//! description), recorded by the handlers of writes, listed by `GET /api/v1/tenants/{t}/audit`
+//! description), recorded by the store in the transaction of each write (the handlers pass an
+//! [`Actor`]), listed by `GET /api/v1/tenants/{t}/audit`
 //! (any role of the tenant: entries hold no secret values), newest first, paged.
 
 use axum::extract::rejection::QueryRejection;
@@ -9,7 +10,7 @@ use axum::{Json, Router};
 use serde::Deserialize;
 use serde_json::Value;
 use sng_api::Kind;
-use sng_store::{AuditEntry, Principal, Store, StoreError};
+use sng_store::{Actor, Principal, Store, StoreError};
 
 use crate::error::ApiError;
 use crate::routes::{
@@ -21,59 +22,28 @@ pub fn routes() -> Router<AppState> {
     Router::new().route("/api/v1/tenants/{tenant}/audit", get(list_audit))
 }
 
-/// One write to record: `action` on the object `kind`/`name` of `tenant`, by `who`.
-pub(crate) struct Write<'a> {
-    pub who: &'a Principal,
-    pub tenant: &'a str,
-    pub action: &'a str,
-    pub kind: &'a str,
-    pub name: &'a str,
-    pub outcome: &'a str,
-    pub generation: Option<i64>,
-    pub detail: Option<String>,
+/// `who` doing `action`: the [`Actor`] the store's audited writes take (each records its
+/// audit entry, and a workspace's event naming the principal, in the write's transaction).
+pub(crate) fn actor(who: &Principal, action: &str) -> Actor {
+    Actor::new(who.token_id.clone(), action)
 }
 
-/// Record a write (the token's description is read from the store).
-pub(crate) fn record(s: &Store, w: Write<'_>) -> Result<(), StoreError> {
-    s.audit_record(&AuditEntry {
-        tenant: w.tenant.to_string(),
-        action: w.action.to_string(),
-        kind: w.kind.to_string(),
-        name: w.name.to_string(),
-        outcome: w.outcome.to_string(),
-        generation: w.generation,
-        token_id: w.who.token_id.clone(),
-        detail: w.detail,
-        ..Default::default()
-    })
+/// Who asked for the deletion of a workspace (the newest `delete` entry of its trail): the
+/// platform completes that deletion (after a destroy, or once its run ended) in their name.
+pub(crate) fn deletion_asker(s: &Store, tenant: &str, name: &str) -> Option<Actor> {
+    let (entries, _) = s.audit_page(tenant, Some(name), 200, None).ok()?;
+    let e = entries.into_iter().find(|e| e.action == "delete")?;
+    Some(Actor::new(e.token_id, "delete").with_detail("the deletion asked for is complete"))
 }
 
-/// Record a write on a workspace (its current generation, when it still exists).
-pub(crate) fn workspace_write(
-    s: &Store,
-    who: &Principal,
-    tenant: &str,
-    name: &str,
-    action: &str,
-    outcome: &str,
-    detail: Option<String>,
-) -> Result<(), StoreError> {
-    let generation = s
-        .get(Kind::Workspace, tenant, name)?
-        .and_then(|o| o.meta().generation);
-    record(
-        s,
-        Write {
-            who,
-            tenant,
-            action,
-            kind: "Workspace",
-            name,
-            outcome,
-            generation,
-            detail,
-        },
-    )
+/// `{tokenId, description}` of a token, as events name a principal.
+pub(crate) fn by_value(s: &Store, token_id: &str) -> Value {
+    let description = s
+        .token_description(token_id)
+        .ok()
+        .flatten()
+        .unwrap_or_default();
+    sng_store::by_value(token_id, &description)
 }
 
 /// Who wrote generation `generation` of a workspace, in words: "applied by token `ci-bot`
@@ -149,7 +119,7 @@ async fn list_audit(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use sng_store::Role;
+    use sng_store::{AuditEntry, Role};
 
     #[test]
     fn the_author_of_a_generation_is_named_by_its_token() {
@@ -157,25 +127,17 @@ mod tests {
         let (info, _) = s
             .create_token(Some("default"), Role::Operator, "ci-bot")
             .unwrap();
-        let who = Principal {
-            token_id: info.id.clone(),
-            tenant: Some("default".into()),
-            role: Role::Operator,
-        };
         for (generation, action) in [(1, "apply"), (2, "apply"), (3, "rollback")] {
-            record(
-                &s,
-                Write {
-                    who: &who,
-                    tenant: "default",
-                    action,
-                    kind: "Workspace",
-                    name: "app",
-                    outcome: "configured",
-                    generation: Some(generation),
-                    detail: None,
-                },
-            )
+            s.audit_record(&AuditEntry {
+                tenant: "default".into(),
+                action: action.into(),
+                kind: "Workspace".into(),
+                name: "app".into(),
+                outcome: "configured".into(),
+                generation: Some(generation),
+                token_id: info.id.clone(),
+                ..Default::default()
+            })
             .unwrap();
         }
         let two = author(&s, "default", "app", 2).unwrap();

@@ -35,24 +35,9 @@ pub(crate) async fn rotate_tenant_key(
         ));
     }
     let who = caller.0.clone();
-    let r = blocking(&st, move |s| {
-        let r = s.rotate_tenant_key(&tenant)?;
-        crate::audit::record(
-            s,
-            crate::audit::Write {
-                who: &who,
-                tenant: &tenant,
-                action: "key.rotate",
-                kind: "TenantKey",
-                name: &tenant,
-                outcome: "rotated",
-                generation: Some(r.key_version),
-                detail: None,
-            },
-        )?;
-        Ok(r)
-    })
-    .await?;
+    // Audited in the rotation's transaction.
+    let by = crate::audit::actor(&who, "key.rotate");
+    let r = blocking(&st, move |s| s.rotate_tenant_key_by(&tenant, &by)).await?;
     tracing::info!(tenant = %r.tenant, version = r.key_version, secrets = r.secrets,
         state_versions = r.state_versions, "rotated the data key of a tenant");
     Ok(Json(json!({

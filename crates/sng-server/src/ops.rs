@@ -206,38 +206,12 @@ pub(crate) async fn approve(
         .platform
         .as_ref()
         .is_some_and(|p| p.cancelling(&tenant, &name));
-    let (n, plan, by) = (name.clone(), req.plan_id.clone(), who.clone());
-    let principal = caller.0.clone();
-    let decision = blocking(&st, move |s| {
-        let d = s.approve(&tenant, &n, &plan, &by, cancelling)?;
-        let outcome = match &d.verdict {
-            Verdict::Refuse(_) => "refused",
-            Verdict::Unchanged => "unchanged",
-            _ => "approved",
-        };
-        crate::audit::workspace_write(
-            s,
-            &principal,
-            &tenant,
-            &n,
-            "approve",
-            outcome,
-            Some(format!("plan {plan}")),
-        )?;
-        if let Verdict::Refuse(r) = &d.verdict {
-            crate::platform::decisions::approval_refused(
-                s,
-                &tenant,
-                &n,
-                d.run.as_ref(),
-                &plan,
-                &by,
-                &r.to_string(),
-            );
-        }
-        Ok(d)
-    })
-    .await?;
+    // The decision, its audit entry and its event (`run.approved`, `run.approval_refused`,
+    // naming the principal) are written in that transaction.
+    let (n, plan) = (name.clone(), req.plan_id.clone());
+    let by = crate::audit::actor(&caller.0, "approve");
+    let decision = blocking(&st, move |s| s.approve(&tenant, &n, &plan, &by, cancelling)).await?;
+    crate::events::notify();
     let plan = req.plan_id;
     match decision.verdict {
         Verdict::Refuse(r) => {
@@ -291,30 +265,19 @@ pub(crate) async fn cancel_run(
             "workspace `{name}` has no active run"
         )));
     }
-    // The cancel wins over an approval of the run (it is interrupted): recorded in the run.
-    let who = format!("token:{}", caller.0.token_id);
-    let message = format!("cancelled by {by}");
+    // The cancel wins over an approval of the run (it is interrupted): recorded in the run,
+    // with its audit entry and `run.cancel_requested` (naming the principal), in one transaction.
+    let d = sng_store::Decision {
+        kind: "cancelled".into(),
+        by: Some(format!("token:{}", caller.0.token_id)),
+        at: sng_store::now_rfc3339(),
+        message: format!("cancelled by {by}"),
+        ..Default::default()
+    };
     let n = name.clone();
-    let principal = caller.0.clone();
-    let run = blocking(&st, move |s| {
-        crate::audit::workspace_write(s, &principal, &tenant, &n, "cancel", "cancelled", None)?;
-        let Some(Object::Workspace(ws)) = s.get(Kind::Workspace, &tenant, &n)? else {
-            return Ok(None);
-        };
-        let Some(run) = ws.status.and_then(|st| st.active_job) else {
-            return Ok(None);
-        };
-        let d = sng_store::Decision {
-            kind: "cancelled".into(),
-            by: Some(who),
-            at: sng_store::now_rfc3339(),
-            message,
-            ..Default::default()
-        };
-        s.run_add_decision(&tenant, &run, &d)?;
-        Ok(Some(run))
-    })
-    .await?;
+    let actor = crate::audit::actor(&caller.0, "cancel");
+    let run = blocking(&st, move |s| s.cancel_by(&tenant, &n, &d, &actor)).await?;
+    crate::events::notify();
     Ok(Json(
         json!({"workspace": name, "cancelled": true, "run": run}),
     ))
@@ -342,20 +305,22 @@ pub(crate) async fn refresh_now(
         }
         let mut status = ws.status.unwrap_or_default();
         status.next_run_at = Some(sng_store::now_rfc3339());
-        s.update_status(
+        // With its audit entry and `workspace.refresh_requested`, in one transaction.
+        s.update_status_by(
             Kind::Workspace,
             &tenant,
             &n,
-            None,
             &serde_json::to_value(&status).expect("json"),
+            "due now",
+            &crate::audit::actor(&principal, "refresh"),
         )?;
-        crate::audit::workspace_write(s, &principal, &tenant, &n, "refresh", "due now", None)?;
         Ok(())
     })
     .await?;
     if let Some(p) = &st.platform {
         p.wake.notify_one();
     }
+    crate::events::notify();
     Ok(Json(json!({"workspace": name, "refresh": "due now"})))
 }
 

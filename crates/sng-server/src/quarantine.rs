@@ -137,21 +137,9 @@ async fn discard(
     let who = caller.0.clone();
     let entry = blocking(&st, move |s| {
         tenant_exists(s, &tenant)?;
-        let by = format!("token:{}", who.token_id);
+        let by = sng_store::Actor::new(who.token_id.clone(), "quarantine.discard")
+            .with_detail(format!("quarantined plan {id}"));
         let e = s.quarantine_discard(&tenant, &id, &by)?;
-        crate::audit::record(
-            s,
-            crate::audit::Write {
-                who: &who,
-                tenant: &tenant,
-                action: "quarantine.discard",
-                kind: "Workspace",
-                name: &e.workspace,
-                outcome: "discarded",
-                generation: e.generation,
-                detail: Some(format!("quarantined plan {} (plan {})", e.id, e.plan_id)),
-            },
-        )?;
         crate::platform::decisions::discarded(s, &e);
         Ok(e)
     })

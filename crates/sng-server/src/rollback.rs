@@ -84,13 +84,15 @@ pub async fn rollback(
         ws.spec = spec;
         ws.metadata.annotations.insert(ROLLBACK_ANNOTATION.into(), run.id.clone());
         ws.metadata.resource_version = None;
-        let applied = s.apply(&tenant, vec![Object::Workspace(ws)], false)?.remove(0);
-        crate::audit::workspace_write(s, &who, &tenant, &name, "rollback", "configured", Some(format!("restores run {}", run.id)))?;
+        // Audited (with `workspace.rolled_back`, naming the principal) in the apply's transaction.
+        let by = crate::audit::actor(&who, "rollback").with_detail(format!("restores run {}", run.id));
+        let applied = s.apply_by(&tenant, vec![Object::Workspace(ws)], false, &by)?.remove(0);
         Ok(json!({"workspace": name, "restores": run.id, "moduleDigest": digest, "generation": applied.object.meta().generation}))
     })
     .await?;
     if let Some(p) = &platform {
         p.wake.notify_one();
     }
+    crate::events::notify();
     Ok(Json(answer))
 }

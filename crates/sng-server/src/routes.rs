@@ -499,30 +499,15 @@ async fn create_tenant(
                 "Tenant `{name}` already exists"
             )));
         }
-        let obj = s.apply("", vec![tenant], false)?.remove(0).object;
-        let (info, token) = s.create_token(
-            Some(&name),
+        let by = crate::audit::actor(&who, "apply");
+        let obj = s.apply_by("", vec![tenant], false, &by)?.remove(0).object;
+        let (_, token) = s.create_token_by(
+            &name,
             Role::Admin,
             "tenant admin (created with the tenant)",
+            None,
+            &by.doing("token.create"),
         )?;
-        for (action, kind, object, generation) in [
-            ("apply", "Tenant", name.as_str(), obj.meta().generation),
-            ("token.create", "Token", info.id.as_str(), None),
-        ] {
-            crate::audit::record(
-                s,
-                crate::audit::Write {
-                    who: &who,
-                    tenant: &name,
-                    action,
-                    kind,
-                    name: object,
-                    outcome: "created",
-                    generation,
-                    detail: None,
-                },
-            )?;
-        }
         Ok((obj, token))
     })
     .await
@@ -565,21 +550,12 @@ async fn delete_tenant(
     caller.platform_admin("deleting a tenant")?;
     let who = caller.0.clone();
     let obj = blocking(&st, move |s| {
-        let obj = s.delete(Kind::Tenant, "", &tenant)?;
-        crate::audit::record(
-            s,
-            crate::audit::Write {
-                who: &who,
-                tenant: &tenant,
-                action: "delete",
-                kind: "Tenant",
-                name: &tenant,
-                outcome: "deleted",
-                generation: obj.meta().generation,
-                detail: None,
-            },
-        )?;
-        Ok(obj)
+        s.delete_by(
+            Kind::Tenant,
+            "",
+            &tenant,
+            &crate::audit::actor(&who, "delete"),
+        )
     })
     .await?;
     Ok(Json(render(obj, false)))
@@ -750,30 +726,10 @@ async fn apply(
     };
     let who = caller.0.clone();
     let applied = blocking(&st, move |s| {
-        let applied = s.apply(&tenant, objects, dry_run)?;
-        for a in applied
-            .iter()
-            .filter(|a| !dry_run && a.outcome != ApplyOutcome::Unchanged)
-        {
-            let kind = a.object.kind();
-            crate::audit::record(
-                s,
-                crate::audit::Write {
-                    who: &who,
-                    tenant: if kind == Kind::Tenant {
-                        &a.object.meta().name
-                    } else {
-                        &tenant
-                    },
-                    action: "apply",
-                    kind: kind.as_str(),
-                    name: &a.object.meta().name,
-                    outcome: outcome_word(a.outcome),
-                    generation: a.object.meta().generation,
-                    detail: None,
-                },
-            )?;
-        }
+        // Each object written is audited (and a workspace's event emitted) in the apply's
+        // transaction.
+        let by = crate::audit::actor(&who, "apply");
+        let applied = s.apply_by(&tenant, objects, dry_run, &by)?;
         // A new generation won over the plan awaiting approval (in the apply's transaction).
         for a in applied.iter().filter(|_| !dry_run) {
             if let Some(sup) = &a.superseded {
@@ -786,6 +742,7 @@ async fn apply(
     if let Some(p) = &st.platform {
         p.wake.notify_one();
     }
+    crate::events::notify();
     let items: Vec<ApplyResult> = applied
         .into_iter()
         .map(|a| ApplyResult {
@@ -801,15 +758,6 @@ async fn apply(
         answer["wouldRun"] = json!(would);
     }
     Ok(Json(answer))
-}
-
-/// An apply's outcome in the audit trail.
-fn outcome_word(outcome: ApplyOutcome) -> &'static str {
-    match outcome {
-        ApplyOutcome::Created => "created",
-        ApplyOutcome::Configured => "configured",
-        ApplyOutcome::Unchanged => "unchanged",
-    }
 }
 
 async fn list(
@@ -930,26 +878,13 @@ async fn delete_one(
             let Some(Object::Workspace(ws)) = s.get(Kind::Workspace, &tenant, &name)? else {
                 return Err(StoreError::not_found("Workspace", &name));
             };
-            let deleted = |s: &Store, outcome: &str| {
-                crate::audit::record(
-                    s,
-                    crate::audit::Write {
-                        who: &who,
-                        tenant: &tenant,
-                        action: "delete",
-                        kind: "Workspace",
-                        name: &name,
-                        outcome,
-                        generation: ws.metadata.generation,
-                        detail: None,
-                    },
-                )
-            };
+            // Audited (with the events `workspace.deletion_requested`, `workspace.deleted`
+            // naming the principal) in the transactions of the writes.
+            let by = crate::audit::actor(&who, "delete");
             if ws.spec.deletion_policy == Some(sng_api::workspace::DeletionPolicy::Destroy) {
                 // The infrastructure is destroyed first (children before parents); the object goes
                 // after. From now on an approval is refused; one given before is superseded.
-                let (obj, superseded) = s.mark_workspace_deleting(&tenant, &name)?;
-                deleted(s, "deleting")?;
+                let (obj, superseded) = s.mark_workspace_deleting(&tenant, &name, &by)?;
                 if let Some(sup) = &superseded {
                     crate::platform::decisions::superseded(s, &tenant, &name, sup);
                 }
@@ -965,37 +900,22 @@ async fn delete_one(
                 .as_ref()
                 .is_some_and(|p| p.cancel(&tenant, &name, true));
             if running || s.state_lock_info(&tenant, &name)?.is_some() {
-                let obj = s.mark_deleting(Kind::Workspace, &tenant, &name)?;
-                deleted(s, "deleting")?;
+                let obj = s.mark_deleting(Kind::Workspace, &tenant, &name, &by)?;
                 if let Some(p) = &platform {
                     p.wake.notify_one();
                 }
                 return Ok(obj);
             }
-            crate::platform::finalize(s, &tenant, &ws)?;
-            deleted(s, "deleted")?;
+            crate::platform::finalize(s, &tenant, &ws, Some(&by))?;
             Ok(Object::Workspace(ws))
         })
         .await?;
+        crate::events::notify();
         return Ok(Json(render(obj, false)));
     }
     let who = caller.0.clone();
     let obj = blocking(&st, move |s| {
-        let obj = s.delete(kind, &tenant, &name)?;
-        crate::audit::record(
-            s,
-            crate::audit::Write {
-                who: &who,
-                tenant: if kind == Kind::Tenant { &name } else { &tenant },
-                action: "delete",
-                kind: kind.as_str(),
-                name: &name,
-                outcome: "deleted",
-                generation: obj.meta().generation,
-                detail: None,
-            },
-        )?;
-        Ok(obj)
+        s.delete_by(kind, &tenant, &name, &crate::audit::actor(&who, "delete"))
     })
     .await?;
     Ok(Json(render(obj, false)))

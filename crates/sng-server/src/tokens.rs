@@ -107,21 +107,9 @@ async fn create_token(
     let who = caller.0.clone();
     let (info, token) = blocking(&st, move |s| {
         tenant_exists(s, &tenant)?;
-        let (info, token) = s.create_token_expiring(Some(&tenant), role, &description, ttl)?;
-        crate::audit::record(
-            s,
-            crate::audit::Write {
-                who: &who,
-                tenant: &tenant,
-                action: "token.create",
-                kind: "Token",
-                name: &info.id,
-                outcome: "created",
-                generation: None,
-                detail: Some(format!("role {role}, described `{}`", info.description)),
-            },
-        )?;
-        Ok((info, token))
+        // Audited in the creation's transaction.
+        let by = crate::audit::actor(&who, "token.create");
+        s.create_token_by(&tenant, role, &description, ttl, &by)
     })
     .await
     .map_err(|e| match e.reason {
@@ -176,23 +164,8 @@ async fn revoke_token(
     params.only(&[])?;
     caller.require(&tenant, Role::Admin, "revoking a token")?;
     let who = caller.0.clone();
-    let info = blocking(&st, move |s| {
-        let info = s.revoke_token(Some(&tenant), &id)?;
-        crate::audit::record(
-            s,
-            crate::audit::Write {
-                who: &who,
-                tenant: &tenant,
-                action: "token.revoke",
-                kind: "Token",
-                name: &info.id,
-                outcome: "revoked",
-                generation: None,
-                detail: None,
-            },
-        )?;
-        Ok(info)
-    })
-    .await?;
+    // Audited in the revocation's transaction.
+    let by = crate::audit::actor(&who, "token.revoke");
+    let info = blocking(&st, move |s| s.revoke_token_by(&tenant, &id, &by)).await?;
     Ok(Json(info_value(&info)))
 }

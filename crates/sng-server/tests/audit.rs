@@ -175,3 +175,54 @@ async fn tenant_creation_is_audited_in_the_new_tenant() {
     assert_eq!(all["items"][1]["tokenDescription"], "test");
     assert!(!all.to_string().contains(&secret), "no token value");
 }
+
+#[tokio::test]
+async fn the_events_of_writes_name_the_principal_and_token_ids_are_short() {
+    let api = Api::new();
+    let (id, value) = ci_bot(&api).await;
+    assert!(
+        id.len() == 20
+            && id.starts_with("tok-")
+            && id[4..]
+                .chars()
+                .all(|c| c.is_ascii_digit() || ('a'..='f').contains(&c)),
+        "{id}"
+    );
+    let (code, body) = api.apply_as(&value, vec![ws("app", "1")]).await;
+    assert_eq!(code, StatusCode::OK, "{body}");
+    let (code, body) = api
+        .call_as(
+            &value,
+            Method::DELETE,
+            "/api/v1/tenants/default/workspaces/app",
+            None,
+        )
+        .await;
+    assert_eq!(code, StatusCode::OK, "{body}");
+    let (code, body) = api
+        .get("/api/v1/tenants/default/events?workspace=app")
+        .await;
+    assert_eq!(code, StatusCode::OK, "{body}");
+    let seen: Vec<(&str, &Value, &Value)> = body["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            (
+                e["eventType"].as_str().unwrap(),
+                &e["data"]["by"],
+                &e["data"]["generation"],
+            )
+        })
+        .collect();
+    let by = json!({"tokenId": id, "description": "ci-bot"});
+    assert_eq!(
+        seen,
+        [
+            ("workspace.deleted", &by, &json!(1)),
+            ("workspace.applied", &by, &json!(1)),
+        ],
+        "{body}"
+    );
+    assert!(!body.to_string().contains(&value), "never a token value");
+}

@@ -110,7 +110,12 @@ async fn explain_covers_each_reason() {
         "conditions": [cond("Ready", "False", "PlanChangedSinceApproval", "differs"), cond("AwaitingApproval", "True", "PlanChangedSinceApproval", "the approved plan no longer matches; approve plan-2")]}),
     );
     store
-        .mark_deleting(Kind::Workspace, "default", "parent")
+        .mark_deleting(
+            Kind::Workspace,
+            "default",
+            "parent",
+            &sng_store::Actor::new("tok-0000000000000001", "delete"),
+        )
         .unwrap();
     let state = common::app_state(store);
 

@@ -67,7 +67,7 @@ fn run_ref(r: &crate::RunRecord) -> RunRef {
 }
 
 /// Generation, status and deletion time of a workspace, in a transaction.
-fn workspace_row(
+pub(crate) fn workspace_row(
     conn: &rusqlite::Connection,
     tenant: &str,
     name: &str,
@@ -248,18 +248,21 @@ pub(crate) fn supersede_tx(
 }
 
 impl Store {
-    /// Approve `plan_id` of a workspace as `who`, judged ([`judge`]) and stored in one
-    /// transaction with the facts it depends on: the generation, the plan awaiting approval,
-    /// the run in progress (`cancelling`: a user cancels it), an approval already stored. The
-    /// decision, stored or refused, goes into the plan's run record.
+    /// Approve `plan_id` of a workspace `by` a principal (recorded as `token:ID`), judged
+    /// ([`judge`]) and stored in one transaction with the facts it depends on: the generation,
+    /// the plan awaiting approval, the run in progress (`cancelling`: a user cancels it), an
+    /// approval already stored. The decision, stored or refused, goes into the plan's run
+    /// record, the audit trail and the events (`run.approved`, `run.approval_refused`), in the
+    /// same transaction.
     pub fn approve(
         &self,
         tenant: &str,
         workspace: &str,
         plan_id: &str,
-        who: &str,
+        by: &crate::Actor,
         cancelling: bool,
     ) -> Result<ApprovalDecision> {
+        let who = &format!("token:{}", by.token_id);
         let mut conn = self.conn();
         let tx = conn.transaction()?;
         let (generation, status, deleting) = workspace_row(&tx, tenant, workspace)?
@@ -324,6 +327,25 @@ impl Store {
             };
             add_decision(&tx, tenant, &run.id, &d)?;
         }
+        let (outcome, extra) = match &verdict {
+            Verdict::Approve => ("approved", serde_json::json!({"planId": plan_id})),
+            Verdict::Unchanged => ("unchanged", serde_json::json!({"planId": plan_id})),
+            Verdict::Refuse(r) => (
+                "refused",
+                serde_json::json!({"planId": plan_id, "reason": r.to_string()}),
+            ),
+        };
+        let run = plan_run.as_ref().map(run_ref);
+        let written = crate::audit::Written {
+            tenant,
+            kind: "Workspace",
+            name: workspace,
+            outcome,
+            generation: Some(generation),
+            run: run.as_ref(),
+        };
+        let by = by.clone().with_detail(format!("plan {plan_id}"));
+        crate::audit::insert_audit(&tx, &by, written, extra)?;
         tx.commit()?;
         self.last_ended_cache()
             .remove(&(tenant.to_string(), workspace.to_string()));

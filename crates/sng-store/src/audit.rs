@@ -3,8 +3,9 @@
 //! produced. Entries outlive what they are about (a deleted workspace keeps its trail) and
 //! never hold a secret value nor a token value.
 
-use rusqlite::params;
+use rusqlite::{params, Connection, OptionalExtension};
 use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
 
 use crate::{Result, Store, StoreError};
 
@@ -38,41 +39,182 @@ pub struct AuditEntry {
     pub detail: Option<String>,
 }
 
+/// Who makes a write and what it is, recorded with the write in its transaction: the write
+/// methods of the store that take one (`apply_by`, `delete_by`, `approve`, …) insert the audit
+/// entry (and the event of a workspace write, naming the principal) before they commit, so a
+/// write and its entry are committed together or not at all.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Actor {
+    /// Id of the token that writes.
+    pub token_id: String,
+    /// `apply`, `delete`, `approve`, `cancel`, `refresh`, `rollback`, `token.create`,
+    /// `token.revoke`, `key.rotate`.
+    pub action: String,
+    /// More, never a secret value (a plan id, a run id, a role).
+    pub detail: Option<String>,
+}
+
+impl Actor {
+    /// `token_id` doing `action`.
+    pub fn new(token_id: impl Into<String>, action: &str) -> Actor {
+        Actor {
+            token_id: token_id.into(),
+            action: action.to_string(),
+            detail: None,
+        }
+    }
+
+    /// With a detail (never a secret value).
+    pub fn with_detail(mut self, detail: impl Into<String>) -> Actor {
+        self.detail = Some(detail.into());
+        self
+    }
+
+    /// The same principal doing another action.
+    pub fn doing(&self, action: &str) -> Actor {
+        Actor::new(self.token_id.clone(), action)
+    }
+}
+
+/// What a write did, for its audit entry.
+pub(crate) struct Written<'a> {
+    /// Tenant the entry belongs to (a Tenant's own name for a Tenant).
+    pub tenant: &'a str,
+    pub kind: &'a str,
+    pub name: &'a str,
+    pub outcome: &'a str,
+    /// The generation the write produced (or the object's, when it does not change it).
+    pub generation: Option<i64>,
+    /// The run the write is about (its id and correlation id), for the event.
+    pub run: Option<&'a crate::RunRef>,
+}
+
+/// The description of a token, read inside a transaction (empty when unknown).
+pub(crate) fn token_description(conn: &Connection, token_id: &str) -> Result<String> {
+    Ok(conn
+        .query_row(
+            "SELECT description FROM tokens WHERE id = ?1",
+            params![token_id],
+            |r| r.get(0),
+        )
+        .optional()?
+        .unwrap_or_default())
+}
+
+/// `{"tokenId", "description"}`: who made a write, as events carry it (never a token value).
+pub fn by_value(token_id: &str, description: &str) -> Value {
+    json!({"tokenId": token_id, "description": description})
+}
+
+fn insert_entry(conn: &Connection, entry: &AuditEntry) -> Result<()> {
+    let workspace = (entry.kind == "Workspace").then_some(entry.name.as_str());
+    conn.execute(
+        "INSERT INTO audit (tenant, workspace, at, entry) VALUES (?1, ?2, ?3, ?4)",
+        params![
+            entry.tenant,
+            workspace,
+            entry.at,
+            serde_json::to_string(entry).expect("json")
+        ],
+    )?;
+    Ok(())
+}
+
+/// The event of a write on a workspace, by action and outcome (none for writes that have none).
+fn event_type(action: &str, outcome: &str) -> Option<&'static str> {
+    Some(match (action, outcome) {
+        ("apply", "created" | "configured") => "workspace.applied",
+        ("rollback", _) => "workspace.rolled_back",
+        ("delete", "deleted") => "workspace.deleted",
+        ("delete", _) => "workspace.deletion_requested",
+        ("approve", "approved") => "run.approved",
+        ("approve", "refused") => "run.approval_refused",
+        ("cancel", _) => "run.cancel_requested",
+        ("refresh", _) => "workspace.refresh_requested",
+        _ => return None,
+    })
+}
+
+/// Record a write inside its transaction: the audit entry (the token's description as it is
+/// now, the time), and for a workspace the event of the write with `by` (`extra` adds fields to
+/// its data). Returns the entry.
+pub(crate) fn insert_audit(
+    conn: &Connection,
+    by: &Actor,
+    w: Written<'_>,
+    extra: Value,
+) -> Result<AuditEntry> {
+    let entry = AuditEntry {
+        tenant: w.tenant.to_string(),
+        at: crate::now_millis(),
+        action: by.action.clone(),
+        kind: w.kind.to_string(),
+        name: w.name.to_string(),
+        outcome: w.outcome.to_string(),
+        generation: w.generation,
+        token_id: by.token_id.clone(),
+        token_description: token_description(conn, &by.token_id)?,
+        detail: by.detail.clone(),
+    };
+    insert_entry(conn, &entry)?;
+    if let Some(event_type) = (w.kind == "Workspace")
+        .then(|| event_type(&entry.action, &entry.outcome))
+        .flatten()
+    {
+        let mut data = json!({
+            "by": by_value(&entry.token_id, &entry.token_description),
+            "action": entry.action, "outcome": entry.outcome, "generation": entry.generation,
+        });
+        if let Some(d) = &entry.detail {
+            data["detail"] = json!(d);
+        }
+        if let (Value::Object(data), Value::Object(extra)) = (&mut data, extra) {
+            data.extend(extra);
+        }
+        let correlation = w
+            .run
+            .map(|r| r.correlation_id.clone())
+            .filter(|c| !c.is_empty())
+            .unwrap_or_else(|| format!("corr-{}", uuid::Uuid::new_v4().simple()));
+        let event = crate::Event::new(
+            event_type,
+            w.tenant,
+            w.name,
+            w.run.map(|r| r.id.as_str()),
+            &correlation,
+            data,
+        );
+        crate::events::insert_event(conn, &event)?;
+    }
+    Ok(entry)
+}
+
 impl Store {
-    /// Record one write; `token_description` is filled from the token when empty.
+    /// Record one write on its own (the write itself is not in this transaction: prefer the
+    /// write methods that take an [`Actor`]); `token_description` is filled from the token
+    /// when empty.
     pub fn audit_record(&self, entry: &AuditEntry) -> Result<()> {
         let conn = self.conn();
-        let description: String = if entry.token_description.is_empty() {
-            conn.query_row(
+        let mut entry = entry.clone();
+        if entry.token_description.is_empty() {
+            entry.token_description = token_description(&conn, &entry.token_id)?;
+        }
+        if entry.at.is_empty() {
+            entry.at = crate::now_millis();
+        }
+        insert_entry(&conn, &entry)
+    }
+
+    /// The description of a token of any tenant (`None` when unknown).
+    pub fn token_description(&self, token_id: &str) -> Result<Option<String>> {
+        Ok(self
+            .conn()
+            .query_row(
                 "SELECT description FROM tokens WHERE id = ?1",
-                params![entry.token_id],
+                params![token_id],
                 |r| r.get(0),
             )
-            .unwrap_or_default()
-        } else {
-            entry.token_description.clone()
-        };
-        let at = if entry.at.is_empty() {
-            crate::now_millis()
-        } else {
-            entry.at.clone()
-        };
-        let workspace = (entry.kind == "Workspace").then_some(entry.name.as_str());
-        let entry = AuditEntry {
-            token_description: description,
-            at,
-            ..entry.clone()
-        };
-        conn.execute(
-            "INSERT INTO audit (tenant, workspace, at, entry) VALUES (?1, ?2, ?3, ?4)",
-            params![
-                entry.tenant,
-                workspace,
-                entry.at,
-                serde_json::to_string(&entry).expect("json")
-            ],
-        )?;
-        Ok(())
+            .optional()?)
     }
 
     /// One page of the audit trail of a tenant (of one workspace), newest first: at most

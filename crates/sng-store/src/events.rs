@@ -230,41 +230,45 @@ fn delivery_state(tx: &Transaction<'_>, id: i64) -> Result<(String, u32, String,
     .ok_or_else(|| StoreError::not_found("delivery", id.to_string()))
 }
 
+/// Put an event in the outbox inside a transaction (see [`Store::emit`]).
+pub(crate) fn insert_event(conn: &rusqlite::Connection, event: &Event) -> Result<()> {
+    event.check().map_err(StoreError::Invalid)?;
+    let body = serde_json::to_string(event).expect("json");
+    let taken: bool = conn.query_row(
+        "SELECT EXISTS (SELECT 1 FROM events WHERE external_id = ?1)",
+        params![event.external_id],
+        |r| r.get(0),
+    )?;
+    if taken {
+        return Err(StoreError::Conflict(format!(
+            "event `{}` exists already",
+            event.external_id
+        )));
+    }
+    conn.execute(
+        "INSERT INTO events (external_id, tenant, workspace, run_id, event_type, correlation_id, occurred_at, body)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+        params![
+            event.external_id,
+            event.tenant,
+            event.workspace,
+            event.run,
+            event.event_type,
+            event.correlation_id,
+            event.occurred_at,
+            body
+        ],
+    )?;
+    Ok(())
+}
+
 impl Store {
     /// Put an event in the outbox. Only writes: delivery happens later, in the server's
     /// delivery task. An event breaking a rule of [`Event::check`] (an `eventType` not in
     /// `EVENT_TYPES` above all) is refused with `Invalid` and nothing is written; an
     /// `externalId` already used is a `Conflict`.
     pub fn emit(&self, event: &Event) -> Result<()> {
-        event.check().map_err(StoreError::Invalid)?;
-        let body = serde_json::to_string(event).expect("json");
-        let conn = self.conn();
-        let taken: bool = conn.query_row(
-            "SELECT EXISTS (SELECT 1 FROM events WHERE external_id = ?1)",
-            params![event.external_id],
-            |r| r.get(0),
-        )?;
-        if taken {
-            return Err(StoreError::Conflict(format!(
-                "event `{}` exists already",
-                event.external_id
-            )));
-        }
-        conn.execute(
-            "INSERT INTO events (external_id, tenant, workspace, run_id, event_type, correlation_id, occurred_at, body)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-            params![
-                event.external_id,
-                event.tenant,
-                event.workspace,
-                event.run,
-                event.event_type,
-                event.correlation_id,
-                event.occurred_at,
-                body
-            ],
-        )?;
-        Ok(())
+        insert_event(&self.conn(), event)
     }
 
     /// Events of a tenant (of one workspace when given), newest first, at most `limit`.

@@ -543,10 +543,31 @@ impl Store {
     /// Give `tenant` a new data key version and re-seal its secrets and state versions with it,
     /// in one transaction. The older versions stay stored.
     pub fn rotate_tenant_key(&self, tenant: &str) -> Result<TenantKeyRotation> {
+        self.rotate_tenant_key_as(tenant, None)
+    }
+
+    /// [`Store::rotate_tenant_key`]; with `by`, its audit entry in the same transaction.
+    pub(crate) fn rotate_tenant_key_as(
+        &self,
+        tenant: &str,
+        by: Option<&crate::Actor>,
+    ) -> Result<TenantKeyRotation> {
         let mut conn = self.conn();
         let master = self.master();
         scrubbing(&mut conn, |tx| {
-            Self::rotate_tenant_key_in(tx, &master, tenant)
+            let (r, changed) = Self::rotate_tenant_key_in(tx, &master, tenant)?;
+            if let Some(by) = by {
+                let written = crate::audit::Written {
+                    tenant,
+                    kind: "TenantKey",
+                    name: tenant,
+                    outcome: "rotated",
+                    generation: Some(r.key_version),
+                    run: None,
+                };
+                crate::audit::insert_audit(tx, by, written, serde_json::Value::Null)?;
+            }
+            Ok((r, changed))
         })
     }
 

@@ -5,6 +5,7 @@
 
 mod approvals;
 mod audit;
+mod audited;
 mod crypto;
 mod error;
 mod events;
@@ -24,7 +25,7 @@ use std::sync::{Mutex, MutexGuard, RwLock};
 use rusqlite::Connection;
 
 pub use approvals::{ApprovalDecision, Cause, RunRef, Superseded};
-pub use audit::AuditEntry;
+pub use audit::{by_value, Actor, AuditEntry};
 pub use crypto::Cipher;
 pub use error::StoreError;
 pub use events::{

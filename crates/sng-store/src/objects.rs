@@ -34,7 +34,7 @@ pub struct Applied {
 }
 
 /// Scope of a kind: the tenant for namespaced kinds, '' for tenants themselves.
-fn scope(kind: Kind, tenant: &str) -> &str {
+pub(crate) fn scope(kind: Kind, tenant: &str) -> &str {
     if kind.namespaced() {
         tenant
     } else {
@@ -89,9 +89,9 @@ fn previous_values(
     Ok(kept)
 }
 
-struct Row {
+pub(crate) struct Row {
     uid: String,
-    generation: i64,
+    pub(crate) generation: i64,
     resource_version: i64,
     created_at: String,
     labels: String,
@@ -270,7 +270,20 @@ impl Store {
 
     /// Create or update every object in one transaction: all of them, or none.
     /// `tenant` scopes namespaced kinds and must exist. With `dry_run`, nothing is written.
+    /// A write of the platform's own (no principal): see [`Store::apply_by`].
     pub fn apply(&self, tenant: &str, objects: Vec<Object>, dry_run: bool) -> Result<Vec<Applied>> {
+        self.apply_as(tenant, objects, dry_run, None)
+    }
+
+    /// [`Store::apply`]; with `by`, each object written (not unchanged) gets its audit entry
+    /// (and event) in the same transaction, with the generation it produced.
+    pub(crate) fn apply_as(
+        &self,
+        tenant: &str,
+        objects: Vec<Object>,
+        dry_run: bool,
+        by: Option<&crate::Actor>,
+    ) -> Result<Vec<Applied>> {
         let mut conn = self.conn();
         let master = self.master();
         let tx = conn.transaction()?;
@@ -357,6 +370,17 @@ impl Store {
             };
             let row = get_row(&tx, kind, tenant, &name)?
                 .ok_or_else(|| StoreError::not_found(kind.as_str(), &name))?;
+            if let Some(by) = by.filter(|_| !dry_run && outcome != ApplyOutcome::Unchanged) {
+                let written = crate::audit::Written {
+                    tenant: if kind == Kind::Tenant { &name } else { tenant },
+                    kind: kind.as_str(),
+                    name: &name,
+                    outcome: outcome.as_str(),
+                    generation: Some(row.generation),
+                    run: None,
+                };
+                crate::audit::insert_audit(&tx, by, written, Value::Null)?;
+            }
             out.push(Applied {
                 object: to_object(&mut keys, kind, tenant, name, row)?,
                 outcome,
@@ -515,10 +539,32 @@ impl Store {
 
     /// Delete one object and return it. Deleting a tenant deletes everything it owns, tokens included.
     pub fn delete(&self, kind: Kind, tenant: &str, name: &str) -> Result<Object> {
+        self.delete_as(kind, tenant, name, None)
+    }
+
+    /// [`Store::delete`]; with `by`, its audit entry (and event) in the same transaction.
+    pub(crate) fn delete_as(
+        &self,
+        kind: Kind,
+        tenant: &str,
+        name: &str,
+        by: Option<&crate::Actor>,
+    ) -> Result<Object> {
         let mut conn = self.conn();
         let tx = conn.transaction()?;
         let row = get_row(&tx, kind, tenant, name)?
             .ok_or_else(|| StoreError::not_found(kind.as_str(), name))?;
+        if let Some(by) = by {
+            let written = crate::audit::Written {
+                tenant: if kind == Kind::Tenant { name } else { tenant },
+                kind: kind.as_str(),
+                name,
+                outcome: "deleted",
+                generation: Some(row.generation),
+                run: None,
+            };
+            crate::audit::insert_audit(&tx, by, written, Value::Null)?;
+        }
         let obj = to_object(
             &mut Keyring::new(&tx, &self.master()),
             kind,
@@ -571,22 +617,33 @@ impl Store {
         })
     }
 
-    /// Mark an object as being deleted (its deletion waits for something, e.g. a destroy).
-    pub fn mark_deleting(&self, kind: Kind, tenant: &str, name: &str) -> Result<Object> {
+    /// Mark an object as being deleted (its deletion waits for something, e.g. a destroy),
+    /// asked for `by`: its audit entry (and event) in the same transaction.
+    pub fn mark_deleting(
+        &self,
+        kind: Kind,
+        tenant: &str,
+        name: &str,
+        by: &crate::Actor,
+    ) -> Result<Object> {
         self.change_row(kind, tenant, name, |tx, row| {
+            crate::audited::deletion_asked(tx, kind, tenant, name, row.generation, by)?;
             mark_row_deleting(tx, kind, tenant, name, row)
         })
     }
 
     /// Mark a workspace as being deleted; in the same transaction, the deletion supersedes
     /// the plan awaiting approval and its approval (an approval from now on is refused).
+    /// Asked for `by`: its audit entry (and event) in the same transaction.
     pub fn mark_workspace_deleting(
         &self,
         tenant: &str,
         name: &str,
+        by: &crate::Actor,
     ) -> Result<(Object, Option<crate::approvals::Superseded>)> {
         let mut superseded = None;
         let obj = self.change_row(Kind::Workspace, tenant, name, |tx, row| {
+            crate::audited::deletion_asked(tx, Kind::Workspace, tenant, name, row.generation, by)?;
             let written = mark_row_deleting(tx, Kind::Workspace, tenant, name, row)?;
             if written.is_some() {
                 let status = row_status(row, name)?;
@@ -604,7 +661,7 @@ impl Store {
 
     /// One transaction over an existing row: `change` may write it and returns the new
     /// revision when it did; the object is read back, committed, and watchers are told.
-    fn change_row(
+    pub(crate) fn change_row(
         &self,
         kind: Kind,
         tenant: &str,

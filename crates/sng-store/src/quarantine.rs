@@ -271,7 +271,15 @@ impl Store {
 
     /// Close a quarantined plan: discarded now by `by` (`token:ID`). Unknown: not found;
     /// discarded already: a conflict naming when and by whom.
-    pub fn quarantine_discard(&self, tenant: &str, id: &str, by: &str) -> Result<QuarantineEntry> {
+    /// The audit entry of the discard (`by.action`, outcome `discarded`) is written in the same
+    /// transaction.
+    pub fn quarantine_discard(
+        &self,
+        tenant: &str,
+        id: &str,
+        by: &crate::Actor,
+    ) -> Result<QuarantineEntry> {
+        let who = format!("token:{}", by.token_id);
         let mut conn = self.conn();
         let tx = conn.transaction()?;
         let entry = get_in(&tx, tenant, id)?
@@ -285,12 +293,21 @@ impl Store {
         let at = now_rfc3339();
         tx.execute(
             "UPDATE quarantine SET discarded_at = ?1, discarded_by = ?2 WHERE tenant = ?3 AND id = ?4",
-            params![at, by, tenant, id],
+            params![at, who, tenant, id],
         )?;
+        let written = crate::audit::Written {
+            tenant,
+            kind: "Workspace",
+            name: &entry.workspace,
+            outcome: "discarded",
+            generation: entry.generation,
+            run: None,
+        };
+        crate::audit::insert_audit(&tx, by, written, serde_json::Value::Null)?;
         tx.commit()?;
         Ok(QuarantineEntry {
             discarded_at: Some(at),
-            discarded_by: Some(by.to_string()),
+            discarded_by: Some(who),
             ..entry
         })
     }

@@ -104,8 +104,14 @@ fn a_new_plan_of_the_same_generation_quarantines_the_awaiting_one_as_inputs_chan
     let s = Store::open_in_memory().unwrap();
     s.apply("default", vec![ws("w", "v1")], false).unwrap();
     let status = awaiting(&s, "w", "plan-1", "run-1", "h1");
-    s.approve("default", "w", "plan-1", "token:tok-a", false)
-        .unwrap();
+    s.approve(
+        "default",
+        "w",
+        "plan-1",
+        &crate::Actor::new("tok-a", "approve"),
+        false,
+    )
+    .unwrap();
     // The run that applies the approved plan supersedes nothing.
     assert_eq!(
         s.supersede("default", "w", &status, Cause::Generation(1))
@@ -185,21 +191,39 @@ fn a_discard_is_recorded_once_and_an_unknown_id_is_not_found() {
     s.apply("default", vec![ws("w", "v2")], false).unwrap();
     let id = open(&s, None)[0].id.clone();
     assert!(matches!(
-        s.quarantine_discard("other", &id, "token:tok-a"),
+        s.quarantine_discard(
+            "other",
+            &id,
+            &crate::Actor::new("tok-a", "quarantine.discard")
+        ),
         Err(StoreError::NotFound { .. })
     ));
-    let d = s.quarantine_discard("default", &id, "token:tok-a").unwrap();
+    let d = s
+        .quarantine_discard(
+            "default",
+            &id,
+            &crate::Actor::new("tok-a", "quarantine.discard"),
+        )
+        .unwrap();
     assert_eq!(d.discarded_by.as_deref(), Some("token:tok-a"));
     assert!(d.discarded_at.is_some());
     assert!(open(&s, None).is_empty(), "no longer open");
     let (all, _) = s.quarantine_page("default", None, true, 10, None).unwrap();
     assert_eq!(all, vec![d]);
-    match s.quarantine_discard("default", &id, "token:tok-b") {
+    match s.quarantine_discard(
+        "default",
+        &id,
+        &crate::Actor::new("tok-b", "quarantine.discard"),
+    ) {
         Err(StoreError::Conflict(m)) => assert!(m.contains("already discarded"), "{m}"),
         other => panic!("{other:?}"),
     }
     assert!(matches!(
-        s.quarantine_discard("default", "q-000000000000", "token:tok-a"),
+        s.quarantine_discard(
+            "default",
+            "q-000000000000",
+            &crate::Actor::new("tok-a", "quarantine.discard")
+        ),
         Err(StoreError::NotFound { .. })
     ));
 }
@@ -231,7 +255,9 @@ fn entries_are_paged_newest_first_and_survive_the_deletion_of_the_workspace() {
     // plan the deletion supersedes.
     s.apply("default", vec![ws("gone", "v1")], false).unwrap();
     awaiting(&s, "gone", "plan-g", "run-g", "h");
-    let (_, sup) = s.mark_workspace_deleting("default", "gone").unwrap();
+    let (_, sup) = s
+        .mark_workspace_deleting("default", "gone", &crate::Actor::new("tok-a", "delete"))
+        .unwrap();
     let q = sup.and_then(|s| s.quarantined).expect("quarantined");
     assert_eq!(q.reason, "WorkspaceDeleted");
     s.delete(Kind::Workspace, "default", "gone").unwrap();

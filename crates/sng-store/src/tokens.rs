@@ -5,6 +5,7 @@
 
 use rand::Rng as _;
 use rusqlite::{params, OptionalExtension};
+use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 use crate::{now_rfc3339, Result, Store, StoreError};
@@ -149,6 +150,23 @@ pub(crate) fn hash(token: &str) -> String {
     hex::encode(Sha256::digest(token.as_bytes()))
 }
 
+/// A new token id: `tok-` and 16 lowercase hex digits (ids of older tokens are UUIDs; both
+/// are plain strings everywhere).
+pub(crate) fn new_id() -> String {
+    format!("tok-{:016x}", rand::random::<u64>())
+}
+
+fn token_written<'a>(tenant: &'a str, id: &'a str, outcome: &'a str) -> crate::audit::Written<'a> {
+    crate::audit::Written {
+        tenant,
+        kind: "Token",
+        name: id,
+        outcome,
+        generation: None,
+        run: None,
+    }
+}
+
 pub(crate) fn new_secret() -> String {
     const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
     let mut rng = rand::rng();
@@ -177,6 +195,18 @@ impl Store {
         description: &str,
         ttl: Option<std::time::Duration>,
     ) -> Result<(TokenInfo, String)> {
+        self.create_token_as(tenant, role, description, ttl, None)
+    }
+
+    /// [`Store::create_token_expiring`]; with `by`, its audit entry in the same transaction.
+    pub(crate) fn create_token_as(
+        &self,
+        tenant: Option<&str>,
+        role: Role,
+        description: &str,
+        ttl: Option<std::time::Duration>,
+        by: Option<&crate::Actor>,
+    ) -> Result<(TokenInfo, String)> {
         let expires_at = match ttl {
             None => None,
             Some(ttl) => {
@@ -192,7 +222,7 @@ impl Store {
         };
         let value = new_secret();
         let info = TokenInfo {
-            id: uuid::Uuid::new_v4().to_string(),
+            id: new_id(),
             tenant: tenant.map(str::to_string),
             role,
             description: description.to_string(),
@@ -200,10 +230,24 @@ impl Store {
             expires_at,
             revoked_at: None,
         };
-        self.conn().execute(
+        let mut conn = self.conn();
+        let tx = conn.transaction()?;
+        tx.execute(
             "INSERT INTO tokens (id, tenant, hash, role, description, created_at, expires_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
             params![info.id, info.tenant, hash(&value), role.as_str(), info.description, info.created_at, info.expires_at],
         )?;
+        if let (Some(by), Some(t)) = (by, tenant) {
+            let by = by
+                .clone()
+                .with_detail(format!("role {role}, described `{}`", info.description));
+            crate::audit::insert_audit(
+                &tx,
+                &by,
+                token_written(t, &info.id, "created"),
+                Value::Null,
+            )?;
+        }
+        tx.commit()?;
         Ok((info, value))
     }
 
@@ -289,12 +333,40 @@ impl Store {
     /// Revoke a token of a tenant (or the platform's with `None`): refused from now on. Revoking
     /// twice keeps the first time. A token of another tenant is not found.
     pub fn revoke_token(&self, tenant: Option<&str>, id: &str) -> Result<TokenInfo> {
-        self.conn().execute(
+        self.revoke_token_as(tenant, id, None)
+    }
+
+    /// [`Store::revoke_token`]; with `by`, its audit entry in the same transaction.
+    pub(crate) fn revoke_token_as(
+        &self,
+        tenant: Option<&str>,
+        id: &str,
+        by: Option<&crate::Actor>,
+    ) -> Result<TokenInfo> {
+        let mut conn = self.conn();
+        let tx = conn.transaction()?;
+        tx.execute(
             "UPDATE tokens SET revoked_at = ?3 WHERE tenant IS ?1 AND id = ?2 AND revoked_at IS NULL",
             params![tenant, id, now_rfc3339()],
         )?;
-        self.get_token(tenant, id)?
-            .ok_or_else(|| StoreError::not_found("Token", id))
+        let info = tx
+            .query_row(
+                &format!("SELECT {INFO_COLUMNS} FROM tokens WHERE tenant IS ?1 AND id = ?2"),
+                params![tenant, id],
+                read_info,
+            )
+            .optional()?
+            .ok_or_else(|| StoreError::not_found("Token", id))?;
+        if let (Some(by), Some(t)) = (by, tenant) {
+            crate::audit::insert_audit(
+                &tx,
+                by,
+                token_written(t, &info.id, "revoked"),
+                Value::Null,
+            )?;
+        }
+        tx.commit()?;
+        Ok(info)
     }
 }
 

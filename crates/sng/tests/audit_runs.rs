@@ -47,4 +47,37 @@ fn a_run_cause_names_the_token_that_applied_the_manifest() {
         audit.contains("\"tokenDescription\": \"ci-bot\""),
         "{audit}"
     );
+    // The events of the writes name the token too, the deletion's above all.
+    let o = server.sng_as(
+        &bot,
+        "default",
+        &["kind", "delete", "workspace", "pet"],
+        None,
+    );
+    assert!(o.status.success(), "{}", err(&o));
+    let events = wait_for(
+        "the deletion's event",
+        std::time::Duration::from_secs(60),
+        || {
+            let events = server.api("/tenants/default/events?workspace=pet")["items"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default();
+            events
+                .iter()
+                .any(|e| e["eventType"] == "workspace.deleted")
+                .then_some(events)
+        },
+    );
+    for t in ["workspace.deleted", "workspace.applied"] {
+        let e = events.iter().find(|e| e["eventType"] == t).unwrap();
+        assert_eq!(e["data"]["by"]["description"], "ci-bot", "{e}");
+        assert!(
+            e["data"]["by"]["tokenId"]
+                .as_str()
+                .unwrap()
+                .starts_with("tok-"),
+            "{e}"
+        );
+    }
 }

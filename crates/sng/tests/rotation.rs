@@ -114,3 +114,82 @@ fn a_secret_rotated_twice_leaks_no_old_value() {
     }
     assert!(seen.contains("***"), "the values were masked, not absent");
 }
+
+/// The variable is sensitive: the engine prints its value only at trace level, where the plan
+/// dumps the prior state; the plan JSON marks it sensitive.
+const SENSITIVE_MODULE: &str = "variable \"tok\" {\n  type      = string\n  sensitive = true\n}\nresource \"terraform_data\" \"t\" {\n  input = var.tok\n}\n";
+
+const OLD: &str = "CANARY-live-old-4444";
+
+#[test]
+fn a_follower_of_a_running_plan_never_sees_an_old_value() {
+    let fx = Fixture::new();
+    fx.push_tf("acme/tok", "1", SENSITIVE_MODULE);
+    let server = fx.server(&["--engine-log", "trace"]);
+    let ws = |extra: &str| {
+        workspace_manifest(
+            "c",
+            &fx.source("acme/tok"),
+            "1",
+            &format!("  varsFrom: [{{secretRef: {{name: s, key: tok}}}}]\n{extra}"),
+        )
+    };
+    server.apply(&format!("{}---\n{}", secret(OLD), ws("")));
+    let first = runs_ended(&server, 1)[0]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    // Suspended, the secret rotates past the values kept to mask (5): the old value is only in
+    // the state now, which the next plan prints; the plan JSON marks it sensitive.
+    server.apply(&ws("  suspend: true\n"));
+    for i in 0..6 {
+        server.apply(&secret(&format!("CANARY-live-next-{i}")));
+    }
+    server.apply(&ws(""));
+    let run = wait_for("the next run", Duration::from_secs(120), || {
+        server.runs("c")["items"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|r| r["id"] != first.as_str())
+            .and_then(|r| r["id"].as_str().map(str::to_string))
+    });
+    // Followed while it runs (the follower ends with the run), and read in pieces by offset.
+    let mut pieces = String::new();
+    let mut offset = 0;
+    wait_for("the run to end", Duration::from_secs(180), || {
+        let url = format!(
+            "{}/api/v1/tenants/default/runs/{run}/log?offset={offset}",
+            server.url
+        );
+        let bytes = reqwest::blocking::Client::new()
+            .get(url)
+            .bearer_auth(&server.token)
+            .send()
+            .and_then(|r| r.bytes())
+            .unwrap();
+        offset += bytes.len();
+        let text = String::from_utf8_lossy(&bytes);
+        assert!(
+            !text.contains(OLD),
+            "a reader of the live log saw the old value: {text}"
+        );
+        pieces.push_str(&text);
+        let phase = server.runs("c")["items"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|r| r["id"] == run.as_str())
+            .map(|r| r["phase"].clone());
+        (phase.is_some_and(|p| p != "Running")).then_some(())
+    });
+    let followed = ok(server.sng(&["logs", "-f", &run]));
+    let stored = server.logs(&run);
+    assert!(
+        stored.contains("terraform_data.t"),
+        "the plan is in the log: {stored}"
+    );
+    for text in [&followed, &stored, &pieces] {
+        assert!(!text.contains(OLD), "the old value in a log: {text}");
+    }
+}

@@ -1,6 +1,7 @@
-//! Events of opposing decisions: an approval refused, a plan (and its approval) superseded by a
-//! new spec or a deletion. The decisions themselves are taken and recorded by the store
-//! (`Store::approve`, `Store::apply`, `Store::mark_workspace_deleting`, `Store::supersede`).
+//! Events of opposing decisions: a plan (and its approval) superseded by a new spec or a
+//! deletion. The decisions themselves are taken and recorded by the store (`Store::approve`,
+//! `Store::apply`, `Store::mark_workspace_deleting`, `Store::supersede`); an approval refused
+//! is recorded as `run.approval_refused` by `Store::approve`, in its transaction.
 //! A plan that will never be applied is quarantined by the store with its supersession
 //! (`plan.quarantined`), or here when the plan made at apply time differs from the one approved.
 
@@ -136,20 +137,6 @@ pub fn rejected(
             tracing::warn!(tenant = %run.tenant, workspace = %run.workspace, error = %e, "cannot quarantine a plan")
         }
     }
-}
-
-/// `run.approval_refused`: who asked for which plan, and why it was refused.
-pub fn approval_refused(
-    store: &Store,
-    tenant: &str,
-    workspace: &str,
-    run: Option<&RunRef>,
-    plan_id: &str,
-    by: &str,
-    reason: &str,
-) {
-    let data = json!({"planId": plan_id, "by": by, "reason": reason});
-    emit(store, "run.approval_refused", tenant, workspace, run, data);
 }
 
 #[cfg(test)]

@@ -331,7 +331,7 @@ impl Platform {
                         });
                     }
                     Action::Finalize => {
-                        if let Err(e) = worker::finalize(&self.store, &tenant, ws) {
+                        if let Err(e) = worker::finalize(&self.store, &tenant, ws, None) {
                             tracing::error!(tenant, workspace = %name, error = %e, "cannot finalize a deletion");
                         } else {
                             tracing::info!(tenant, workspace = %name, "workspace deleted");

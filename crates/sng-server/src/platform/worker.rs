@@ -76,10 +76,23 @@ pub fn mark_interrupted(store: &Store, run: &RunRecord) -> Result<(), sng_store:
 /// removed, and the reconciler finalizes again later. The deletion supersedes the plan awaiting
 /// approval and its approval (recorded once: taken after the object is gone, so no approval can
 /// come in between).
-pub fn finalize(store: &Store, tenant: &str, ws: &Workspace) -> Result<(), sng_store::StoreError> {
+pub fn finalize(
+    store: &Store,
+    tenant: &str,
+    ws: &Workspace,
+    by: Option<&sng_store::Actor>,
+) -> Result<(), sng_store::StoreError> {
     let name = &ws.metadata.name;
     store.state_delete(tenant, name)?;
-    store.delete(Kind::Workspace, tenant, name)?;
+    // In the name of who asked (`workspace.deleted` names them), in the deletion's transaction.
+    match by
+        .cloned()
+        .or_else(|| crate::audit::deletion_asker(store, tenant, name))
+    {
+        Some(by) => store.delete_by(Kind::Workspace, tenant, name, &by)?,
+        None => store.delete(Kind::Workspace, tenant, name)?,
+    };
+    crate::events::notify();
     let status = ws.status.clone().unwrap_or_default();
     if let Some(sup) = store.supersede(tenant, name, &status, sng_store::Cause::Deletion)? {
         super::decisions::superseded(store, tenant, name, &sup);
@@ -261,7 +274,11 @@ pub async fn run_workspace(
         ) {
             record.trigger = "rollback".into();
             record.restores = Some(restored.clone());
-            record.caused_by = Some(format!("rollback to run {restored}"));
+            let by = crate::audit::author(&p.store, tenant, &ws.metadata.name, generation);
+            record.caused_by = Some(match by {
+                Some(by) => format!("rollback to run {restored}, {by}"),
+                None => format!("rollback to run {restored}"),
+            });
         }
     }
     let _ = p.store.run_put(&record);
@@ -272,7 +289,8 @@ pub async fn run_workspace(
             &p.store,
             &record,
             "run.approved",
-            json!({"planId": plan, "approvedBy": who, "approvedAt": at}),
+            json!({"planId": plan, "approvedBy": who, "approvedAt": at,
+                   "by": crate::audit::by_value(&p.store, who.strip_prefix("token:").unwrap_or(who))}),
         );
     }
     emit(&p.store, &record, "run.planning", base);
@@ -348,7 +366,7 @@ pub async fn run_workspace(
     {
         // Deleted (Orphan) while the run ran: the object waited for the run to release its
         // lock; it goes now, and the run ends with the reason `WorkspaceDeleted`.
-        if let Err(e) = finalize(&p.store, tenant, &current) {
+        if let Err(e) = finalize(&p.store, tenant, &current, None) {
             tracing::error!(tenant, workspace = name, error = %e, "cannot finalize a deletion");
         }
         ended_without_workspace(p, &current, &mut record, &ended.result, &now);
@@ -361,7 +379,7 @@ pub async fn run_workspace(
         record.phase = "Succeeded".into();
         record.finished_at = Some(now);
         let _ = p.store.run_put(&record);
-        if let Err(e) = finalize(&p.store, tenant, &current) {
+        if let Err(e) = finalize(&p.store, tenant, &current, None) {
             tracing::error!(tenant, workspace = name, error = %e, "cannot finalize after destroy");
         }
         tracing::info!(run = %run_id, tenant, workspace = name, "destroyed and deleted");
