@@ -9,6 +9,7 @@ pub mod labels;
 pub mod meta;
 pub mod object;
 pub mod provider;
+pub mod run;
 pub mod schema;
 pub mod secret;
 pub mod selector;
