@@ -17,6 +17,7 @@ mod strict;
 pub mod tenant;
 pub mod units;
 pub mod validate;
+pub mod wire;
 pub mod workspace;
 
 pub use error::{FieldError, ObjectError, ParseError};

@@ -314,6 +314,12 @@ reasons!(
         RunDue => "RunDue",
         /// `sng explain`: the workspace is being deleted.
         Deleting => "Deleting",
+        /// `sng explain`: the workspace is being removed now.
+        Finalizing => "Finalizing",
+        /// `sng explain`: the workspace does not exist.
+        NotFound => "NotFound",
+        /// `sng explain`: nothing to do and no condition says why.
+        Idle => "Idle",
     }
 );
 

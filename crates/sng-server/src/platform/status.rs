@@ -4,6 +4,7 @@
 use sng_api::conditions::{FAILED, READY};
 use sng_api::workspace::Workspace;
 use sng_api::Kind;
+use sng_api::run::Reason;
 use sng_core::conditions::set;
 use sng_core::decide::Action;
 use sng_store::Store;
@@ -36,11 +37,11 @@ pub fn observe_into_status(
     match action {
         Action::Block(b) => {
             set(
-                &mut st, READY, false, &b.reason, &b.message, &now_s, generation,
+                &mut st, READY, false, b.reason.as_str(), &b.message, &now_s, generation,
             );
-            if b.reason == super::record::OUTPUTS_SECRET_CONFLICT {
+            if b.reason == Reason::OutputsSecretConflict {
                 set(
-                    &mut st, FAILED, true, &b.reason, &b.message, &now_s, generation,
+                    &mut st, FAILED, true, b.reason.as_str(), &b.message, &now_s, generation,
                 );
             }
         }
@@ -56,7 +57,7 @@ pub fn observe_into_status(
     let suspended_reason = st
         .conditions
         .iter()
-        .any(|c| c.type_ == READY && c.status == "False" && c.reason == "Suspended");
+        .any(|c| c.type_ == READY && c.status == "False" && c.reason == Reason::Suspended.as_str());
     if suspended_reason
         && matches!(action, Action::Idle { .. })
         && f.applied_hash.as_deref() == Some(f.inputs_hash.as_str())
@@ -65,7 +66,7 @@ pub fn observe_into_status(
             &mut st,
             READY,
             true,
-            "Succeeded",
+            Reason::Succeeded.as_str(),
             "no input changed since the last successful apply",
             &now_s,
             generation,
