@@ -9,6 +9,7 @@ mod events;
 mod explain;
 mod get;
 mod module;
+mod server_cmd;
 mod table;
 mod tokens;
 mod wait;
