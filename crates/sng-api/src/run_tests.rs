@@ -8,7 +8,10 @@ where
 {
     for (value, word) in table {
         assert_eq!(serde_json::to_value(value).unwrap(), Value::from(*word));
-        assert_eq!(&serde_json::from_value::<T>(Value::from(*word)).unwrap(), value);
+        assert_eq!(
+            &serde_json::from_value::<T>(Value::from(*word)).unwrap(),
+            value
+        );
         assert_eq!(&word.parse::<T>().unwrap(), value);
         assert_eq!(value.to_string(), *word);
     }
@@ -60,7 +63,10 @@ fn triggers_are_spelled_as_stored() {
 fn every_reason_round_trips_under_its_own_name() {
     for r in Reason::ALL {
         let word = r.as_str();
-        assert!(!word.is_empty() && word.chars().all(char::is_alphanumeric), "{word}");
+        assert!(
+            !word.is_empty() && word.chars().all(char::is_alphanumeric),
+            "{word}"
+        );
         round_trips(&[(r.clone(), word)]);
     }
     // The spec's reasons are all there, spelled as in the spec.
@@ -81,22 +87,33 @@ fn every_reason_round_trips_under_its_own_name() {
 fn an_unknown_word_is_refused_by_name() {
     let e = "Sucseeded".parse::<RunPhase>().unwrap_err();
     assert_eq!(e.value, "Sucseeded");
-    assert!(e.to_string().starts_with("unknown run phase `Sucseeded`; expected one of: Running, "));
+    assert!(e
+        .to_string()
+        .starts_with("unknown run phase `Sucseeded`; expected one of: Running, "));
     let e = "inputs-changed".parse::<Trigger>().unwrap_err();
     assert!(e.to_string().contains("`inputs-changed`") && e.to_string().contains("inputs changed"));
     assert!("applyapproved".parse::<Operation>().is_err());
-    assert!(serde_json::from_value::<Operation>(Value::from("applyapproved"))
+    assert!(
+        serde_json::from_value::<Operation>(Value::from("applyapproved"))
+            .unwrap_err()
+            .to_string()
+            .contains("unknown operation `applyapproved`")
+    );
+    assert!("NotAReason"
+        .parse::<Reason>()
         .unwrap_err()
         .to_string()
-        .contains("unknown operation `applyapproved`"));
-    assert!("NotAReason".parse::<Reason>().unwrap_err().to_string().contains("unknown reason"));
+        .contains("unknown reason"));
 }
 
 #[test]
 fn an_unknown_stored_reason_still_loads_and_round_trips() {
     let r: Reason = serde_json::from_value(Value::from("RetiredReason")).unwrap();
     assert_eq!(r, Reason::Other("RetiredReason".into()));
-    assert_eq!(serde_json::to_value(&r).unwrap(), Value::from("RetiredReason"));
+    assert_eq!(
+        serde_json::to_value(&r).unwrap(),
+        Value::from("RetiredReason")
+    );
     assert_eq!(
         serde_json::from_value::<Reason>(Value::from("RunFailed")).unwrap(),
         Reason::RunFailed
@@ -148,5 +165,8 @@ fn a_minimal_running_record_loads() {
     assert_eq!(rec.reason, None);
     let mut ended = rec.clone();
     ended.end(RunPhase::Interrupted);
-    assert_eq!((ended.phase, ended.result), (RunPhase::Interrupted, Some(RunPhase::Interrupted)));
+    assert_eq!(
+        (ended.phase, ended.result),
+        (RunPhase::Interrupted, Some(RunPhase::Interrupted))
+    );
 }

@@ -10,7 +10,10 @@ fn an_error_body_keeps_its_message_and_lists_its_hints() {
         "token expired at T\nhint: ask a tenant admin for a new one (`sng token create`)",
         vec![],
     );
-    assert_eq!(body.hints, ["ask a tenant admin for a new one (`sng token create`)"]);
+    assert_eq!(
+        body.hints,
+        ["ask a tenant admin for a new one (`sng token create`)"]
+    );
     assert_eq!(body.headline(), "token expired at T");
     // The JSON of before, with `hints` added.
     assert_eq!(

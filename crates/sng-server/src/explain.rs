@@ -246,7 +246,14 @@ pub fn explain(
                     .condition(READY)
                     .map(|c| format!("{}: {}", c.reason, c.message))
                     .unwrap_or_else(|| "not run yet".into());
-                out.push(step(name, "Waiting", Reason::Idle.as_str(), why, None, depth));
+                out.push(step(
+                    name,
+                    "Waiting",
+                    Reason::Idle.as_str(),
+                    why,
+                    None,
+                    depth,
+                ));
             }
         }
     }

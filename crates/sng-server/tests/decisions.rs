@@ -7,9 +7,9 @@ mod common;
 use axum::body::Body;
 use axum::http::{Method, Request, StatusCode};
 use serde_json::{json, Value};
+use sng_api::run::{Operation, RunPhase, Trigger};
 use sng_api::Kind;
 use sng_server::AppState;
-use sng_api::run::{Operation, RunPhase, Trigger};
 use sng_store::{Role, RunRecord, Store};
 
 const PLAN: &str = "plan-aaaaaaaaaaaaaaaa";

@@ -71,7 +71,9 @@ pub fn apply(client: &Client, tenant: &str, args: &ApplyArgs) -> Result<(), CliE
         &json!({"items": items, "dryRun": args.dry_run, "confirm": args.confirm}),
     )?;
     let answer: ApplyAnswer = serde_json::from_value(answer).map_err(|e| {
-        CliError::rejected(format!("the server answered an apply that does not parse: {e}"))
+        CliError::rejected(format!(
+            "the server answered an apply that does not parse: {e}"
+        ))
     })?;
     crate::get::print_prod_mark(client, tenant);
     let suffix = if args.dry_run { " (dry run)" } else { "" };

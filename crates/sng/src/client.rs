@@ -115,7 +115,9 @@ impl Client {
             }
             let answer = self.send(self.http.get(self.url(path)).query(&query))?;
             let mut page: List = serde_json::from_value(answer).map_err(|e| {
-                CliError::rejected(format!("the server answered a listing that is not a List: {e}"))
+                CliError::rejected(format!(
+                    "the server answered a listing that is not a List: {e}"
+                ))
             })?;
             let next = page.next().map(str::to_string);
             items.append(&mut page.items);

@@ -14,8 +14,7 @@ use sng_store::{Event, EventFilter, Role, StoreError};
 
 use crate::error::ApiError;
 use crate::routes::{
-    blocking, cursor_after, cursor_token, limit_of, list_body, page_body, AppState, Caller,
-    Params,
+    blocking, cursor_after, cursor_token, limit_of, list_body, page_body, AppState, Caller, Params,
 };
 
 /// `GET /metrics`; `GET|POST /api/v1/tenants/{t}/events`; `GET /api/v1/tenants/{t}/deadletters`;

@@ -5,10 +5,10 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use sha2::{Digest as _, Sha256};
 use sng_api::conditions::{AWAITING_APPROVAL, READY};
+use sng_api::run::{Reason, RunPhase};
 use sng_api::workspace::{DependencyStatus, Workspace};
 use sng_api::{Kind, Object};
 use sng_core::dag::{self, Graph};
-use sng_api::run::{Reason, RunPhase};
 use sng_core::decide::{Facts, LastRun, Parent};
 use sng_store::Store;
 
@@ -238,9 +238,7 @@ pub fn observe(
                 format!("waiting for output `{output}` of workspace `{parent}`"),
             )),
         ),
-        Err(InputError::ParentOutputsNotOwned(m)) => {
-            (None, Some((Reason::DependencyNotReady, m)))
-        }
+        Err(InputError::ParentOutputsNotOwned(m)) => (None, Some((Reason::DependencyNotReady, m))),
         Err(InputError::Other(m)) => (None, Some((Reason::InputsUnavailable, m))),
     };
     // Checked before any run: nothing is applied into a conflict over the outputs secret.

@@ -2,9 +2,9 @@
 //! periodic run. Written only when something changed, never while a run owns the status.
 
 use sng_api::conditions::{FAILED, READY};
+use sng_api::run::Reason;
 use sng_api::workspace::Workspace;
 use sng_api::Kind;
-use sng_api::run::Reason;
 use sng_core::conditions::set;
 use sng_core::decide::Action;
 use sng_store::Store;
@@ -37,11 +37,23 @@ pub fn observe_into_status(
     match action {
         Action::Block(b) => {
             set(
-                &mut st, READY, false, b.reason.as_str(), &b.message, &now_s, generation,
+                &mut st,
+                READY,
+                false,
+                b.reason.as_str(),
+                &b.message,
+                &now_s,
+                generation,
             );
             if b.reason == Reason::OutputsSecretConflict {
                 set(
-                    &mut st, FAILED, true, b.reason.as_str(), &b.message, &now_s, generation,
+                    &mut st,
+                    FAILED,
+                    true,
+                    b.reason.as_str(),
+                    &b.message,
+                    &now_s,
+                    generation,
                 );
             }
         }

@@ -3,12 +3,12 @@
 
 use serde_json::json;
 use sng_api::conditions::{APPLYING, AWAITING_APPROVAL, DRIFTED, FAILED, PLANNING, READY};
+use sng_api::run::{Operation, Reason, RunPhase, Trigger};
 use sng_api::workspace::{
     ApplyResult, ApplySummary, LockStatus, PlanSummary, Workspace, WorkspaceStatus,
 };
 use sng_api::{Kind, Object};
 use sng_core::conditions::{is_true, set};
-use sng_api::run::{Operation, Reason, RunPhase, Trigger};
 use sng_core::decide::next_refresh;
 use sng_runner::{RunInput, RunResult};
 use sng_store::{now_rfc3339, RunRecord, Store};
@@ -370,177 +370,199 @@ pub async fn run_workspace(
             })
             .unwrap_or_default()
     };
-    let (phase, apply_result, message): (RunPhase, Option<ApplyResult>, Option<String>) = match &ended
-        .result
-    {
-        RunResult::Succeeded => match ended.operation {
-            Operation::Plan if ended.planned_with_defaults => {
-                let m = "planned with default values; waiting for the parents to publish their outputs before any apply".to_string();
-                set(
-                    &mut st,
-                    READY,
-                    false,
-                    Reason::DependencyNotReady.as_str(),
-                    &m,
-                    &now,
-                    generation,
-                );
-                (RunPhase::Succeeded, None, Some(m))
-            }
-            Operation::Plan if trigger == Trigger::Refresh => {
-                let counts = plan_msg(&st);
-                if ended.has_changes {
+    let (phase, apply_result, message): (RunPhase, Option<ApplyResult>, Option<String>) =
+        match &ended.result {
+            RunResult::Succeeded => match ended.operation {
+                Operation::Plan if ended.planned_with_defaults => {
+                    let m = "planned with default values; waiting for the parents to publish their outputs before any apply".to_string();
                     set(
                         &mut st,
-                        DRIFTED,
-                        true,
-                        Reason::DriftDetected.as_str(),
-                        &format!("the last plan shows unapplied changes ({counts})"),
-                        &now,
-                        generation,
-                    );
-                } else {
-                    set(
-                        &mut st,
-                        DRIFTED,
+                        READY,
                         false,
-                        Reason::NoDrift.as_str(),
-                        "the last plan shows no change",
+                        Reason::DependencyNotReady.as_str(),
+                        &m,
                         &now,
                         generation,
                     );
+                    (RunPhase::Succeeded, None, Some(m))
                 }
-                if ended.has_changes
-                    && current
-                        .spec
-                        .refresh
-                        .as_ref()
-                        .is_some_and(|r| r.mode == Some(sng_api::workspace::RunMode::Apply))
-                {
-                    await_approval(&mut st, name, &now, generation);
+                Operation::Plan if trigger == Trigger::Refresh => {
+                    let counts = plan_msg(&st);
+                    if ended.has_changes {
+                        set(
+                            &mut st,
+                            DRIFTED,
+                            true,
+                            Reason::DriftDetected.as_str(),
+                            &format!("the last plan shows unapplied changes ({counts})"),
+                            &now,
+                            generation,
+                        );
+                    } else {
+                        set(
+                            &mut st,
+                            DRIFTED,
+                            false,
+                            Reason::NoDrift.as_str(),
+                            "the last plan shows no change",
+                            &now,
+                            generation,
+                        );
+                    }
+                    if ended.has_changes
+                        && current
+                            .spec
+                            .refresh
+                            .as_ref()
+                            .is_some_and(|r| r.mode == Some(sng_api::workspace::RunMode::Apply))
+                    {
+                        await_approval(&mut st, name, &now, generation);
+                    }
+                    (RunPhase::Succeeded, None, None)
                 }
-                (RunPhase::Succeeded, None, None)
-            }
-            Operation::Plan => {
-                if ended.has_changes {
-                    await_approval(&mut st, name, &now, generation);
-                } else {
+                Operation::Plan => {
+                    if ended.has_changes {
+                        await_approval(&mut st, name, &now, generation);
+                    } else {
+                        st.inputs_hash = inputs_hash.clone();
+                        set(
+                            &mut st,
+                            READY,
+                            true,
+                            Reason::Succeeded.as_str(),
+                            "the plan shows no change",
+                            &now,
+                            generation,
+                        );
+                        set(&mut st, AWAITING_APPROVAL, false, "", "", &now, generation);
+                    }
+                    (RunPhase::Succeeded, None, None)
+                }
+                _ => {
                     st.inputs_hash = inputs_hash.clone();
+                    st.consecutive_failures = Some(0);
+                    st.lock = None;
                     set(
                         &mut st,
                         READY,
                         true,
                         Reason::Succeeded.as_str(),
-                        "the plan shows no change",
+                        "the last apply succeeded",
+                        &now,
+                        generation,
+                    );
+                    set(&mut st, FAILED, false, "", "", &now, generation);
+                    set(
+                        &mut st,
+                        DRIFTED,
+                        false,
+                        Reason::Applied.as_str(),
+                        "",
                         &now,
                         generation,
                     );
                     set(&mut st, AWAITING_APPROVAL, false, "", "", &now, generation);
+                    (RunPhase::Succeeded, Some(ApplyResult::Succeeded), None)
                 }
-                (RunPhase::Succeeded, None, None)
+            },
+            RunResult::NeedsReview(m) => {
+                // Actions the platform does not know: applied only once a person approved them.
+                await_approval(&mut st, name, &now, generation);
+                let m =
+                    format!("the plan awaits a review of actions the platform does not know: {m}");
+                (RunPhase::Succeeded, None, Some(m))
             }
-            _ => {
-                st.inputs_hash = inputs_hash.clone();
-                st.consecutive_failures = Some(0);
-                st.lock = None;
+            RunResult::Rejected(m) => {
+                // The approved plan no longer matches reality: the new plan awaits approval.
+                let new_id = st
+                    .last_plan
+                    .as_ref()
+                    .map(|p| p.id.clone())
+                    .unwrap_or_default();
                 set(
                     &mut st,
-                    READY,
+                    AWAITING_APPROVAL,
                     true,
-                    Reason::Succeeded.as_str(),
-                    "the last apply succeeded",
+                    Reason::PlanChangedSinceApproval.as_str(),
+                    &format!("{m}; approve the new plan: sng approve workspace {name} {new_id}"),
                     &now,
                     generation,
                 );
-                set(&mut st, FAILED, false, "", "", &now, generation);
-                set(&mut st, DRIFTED, false, Reason::Applied.as_str(), "", &now, generation);
+                set(
+                    &mut st,
+                    READY,
+                    false,
+                    Reason::PlanChangedSinceApproval.as_str(),
+                    m,
+                    &now,
+                    generation,
+                );
+                (
+                    RunPhase::Rejected,
+                    Some(ApplyResult::Rejected),
+                    Some(m.clone()),
+                )
+            }
+            RunResult::Interrupted(m) if cut_by_stop => {
+                st.observed_generation = ws.status.as_ref().and_then(|s| s.observed_generation);
+                set(
+                    &mut st,
+                    READY,
+                    false,
+                    Reason::Interrupted.as_str(),
+                    m,
+                    &now,
+                    generation,
+                );
                 set(&mut st, AWAITING_APPROVAL, false, "", "", &now, generation);
-                (RunPhase::Succeeded, Some(ApplyResult::Succeeded), None)
+                record.reason = Some(Reason::Stopped);
+                (
+                    RunPhase::Interrupted,
+                    Some(ApplyResult::Interrupted),
+                    Some(m.clone()),
+                )
             }
-        },
-        RunResult::NeedsReview(m) => {
-            // Actions the platform does not know: applied only once a person approved them.
-            await_approval(&mut st, name, &now, generation);
-            let m = format!("the plan awaits a review of actions the platform does not know: {m}");
-            (RunPhase::Succeeded, None, Some(m))
-        }
-        RunResult::Rejected(m) => {
-            // The approved plan no longer matches reality: the new plan awaits approval.
-            let new_id = st
-                .last_plan
-                .as_ref()
-                .map(|p| p.id.clone())
-                .unwrap_or_default();
-            set(
-                &mut st,
-                AWAITING_APPROVAL,
-                true,
-                Reason::PlanChangedSinceApproval.as_str(),
-                &format!("{m}; approve the new plan: sng approve workspace {name} {new_id}"),
-                &now,
-                generation,
-            );
-            set(
-                &mut st,
-                READY,
-                false,
-                Reason::PlanChangedSinceApproval.as_str(),
-                m,
-                &now,
-                generation,
-            );
-            (RunPhase::Rejected, Some(ApplyResult::Rejected), Some(m.clone()))
-        }
-        RunResult::Interrupted(m) if cut_by_stop => {
-            st.observed_generation = ws.status.as_ref().and_then(|s| s.observed_generation);
-            set(&mut st, READY, false, Reason::Interrupted.as_str(), m, &now, generation);
-            set(&mut st, AWAITING_APPROVAL, false, "", "", &now, generation);
-            record.reason = Some(Reason::Stopped);
-            (
-                RunPhase::Interrupted,
-                Some(ApplyResult::Interrupted),
-                Some(m.clone()),
-            )
-        }
-        other => {
-            let (phase, result, m) = match other {
-                RunResult::StateLocked(m) => {
-                    (RunPhase::StateLocked, ApplyResult::StateLocked, m.clone())
-                }
-                RunResult::Interrupted(m) => {
-                    (RunPhase::Interrupted, ApplyResult::Interrupted, m.clone())
-                }
-                RunResult::Failed(m) => (RunPhase::Failed, ApplyResult::Failed, m.clone()),
-                RunResult::PolicyDenied(m) => (RunPhase::Failed, ApplyResult::Failed, m.clone()),
-                _ => unreachable!("handled above"),
-            };
-            let reason = match other {
-                RunResult::StateLocked(_) => Reason::StateLocked,
-                RunResult::Interrupted(_) => Reason::Interrupted,
-                RunResult::PolicyDenied(_) => Reason::PolicyDenied,
-                _ => ended.reason.clone().unwrap_or(Reason::RunFailed),
-            };
-            record.reason = Some(reason.clone());
-            st.consecutive_failures = Some(st.consecutive_failures.unwrap_or(0) + 1);
-            set(&mut st, READY, false, reason.as_str(), &m, &now, generation);
-            set(&mut st, FAILED, true, reason.as_str(), &m, &now, generation);
-            // No plan awaits approval after a failed or cut run: the next run re-plans.
-            set(&mut st, AWAITING_APPROVAL, false, "", "", &now, generation);
-            if matches!(other, RunResult::StateLocked(_)) {
-                st.lock = match p.store.state_lock_info(tenant, name) {
-                    Ok(Some(lock)) => Some(LockStatus {
-                        id: lock.id,
-                        who: lock.who,
-                    }),
-                    _ => record
-                        .lock_holder
-                        .clone()
-                        .map(|(id, who)| LockStatus { id, who }),
+            other => {
+                let (phase, result, m) = match other {
+                    RunResult::StateLocked(m) => {
+                        (RunPhase::StateLocked, ApplyResult::StateLocked, m.clone())
+                    }
+                    RunResult::Interrupted(m) => {
+                        (RunPhase::Interrupted, ApplyResult::Interrupted, m.clone())
+                    }
+                    RunResult::Failed(m) => (RunPhase::Failed, ApplyResult::Failed, m.clone()),
+                    RunResult::PolicyDenied(m) => {
+                        (RunPhase::Failed, ApplyResult::Failed, m.clone())
+                    }
+                    _ => unreachable!("handled above"),
                 };
+                let reason = match other {
+                    RunResult::StateLocked(_) => Reason::StateLocked,
+                    RunResult::Interrupted(_) => Reason::Interrupted,
+                    RunResult::PolicyDenied(_) => Reason::PolicyDenied,
+                    _ => ended.reason.clone().unwrap_or(Reason::RunFailed),
+                };
+                record.reason = Some(reason.clone());
+                st.consecutive_failures = Some(st.consecutive_failures.unwrap_or(0) + 1);
+                set(&mut st, READY, false, reason.as_str(), &m, &now, generation);
+                set(&mut st, FAILED, true, reason.as_str(), &m, &now, generation);
+                // No plan awaits approval after a failed or cut run: the next run re-plans.
+                set(&mut st, AWAITING_APPROVAL, false, "", "", &now, generation);
+                if matches!(other, RunResult::StateLocked(_)) {
+                    st.lock = match p.store.state_lock_info(tenant, name) {
+                        Ok(Some(lock)) => Some(LockStatus {
+                            id: lock.id,
+                            who: lock.who,
+                        }),
+                        _ => record
+                            .lock_holder
+                            .clone()
+                            .map(|(id, who)| LockStatus { id, who }),
+                    };
+                }
+                (phase, Some(result), Some(m))
             }
-            (phase, Some(result), Some(m))
-        }
-    };
+        };
     let message = if ended.held && ended.result == RunResult::Succeeded {
         Some(held_for_confirmation(
             &mut st, tenant, name, &now, generation,
@@ -674,7 +696,15 @@ fn awaiting(st: &mut WorkspaceStatus, msg: &str, now: &str, generation: i64) {
         now,
         generation,
     );
-    set(st, READY, false, Reason::AwaitingApproval.as_str(), msg, now, generation);
+    set(
+        st,
+        READY,
+        false,
+        Reason::AwaitingApproval.as_str(),
+        msg,
+        now,
+        generation,
+    );
 }
 
 fn await_approval(st: &mut WorkspaceStatus, name: &str, now: &str, generation: i64) {
