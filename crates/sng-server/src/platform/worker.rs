@@ -154,6 +154,9 @@ fn plan_id(run_id: &str, hash: &str) -> String {
     format!("plan-{}", &h[..16])
 }
 
+/// The phase a run ends in, its result for `status.lastApply` (an apply's), and its message.
+type Concluded = (RunPhase, Option<ApplyResult>, Option<String>);
+
 /// How the run ended, for the status.
 struct Ended {
     result: RunResult,
@@ -370,199 +373,195 @@ pub async fn run_workspace(
             })
             .unwrap_or_default()
     };
-    let (phase, apply_result, message): (RunPhase, Option<ApplyResult>, Option<String>) =
-        match &ended.result {
-            RunResult::Succeeded => match ended.operation {
-                Operation::Plan if ended.planned_with_defaults => {
-                    let m = "planned with default values; waiting for the parents to publish their outputs before any apply".to_string();
+    let (phase, apply_result, message): Concluded = match &ended.result {
+        RunResult::Succeeded => match ended.operation {
+            Operation::Plan if ended.planned_with_defaults => {
+                let m = "planned with default values; waiting for the parents to publish their outputs before any apply".to_string();
+                set(
+                    &mut st,
+                    READY,
+                    false,
+                    Reason::DependencyNotReady.as_str(),
+                    &m,
+                    &now,
+                    generation,
+                );
+                (RunPhase::Succeeded, None, Some(m))
+            }
+            Operation::Plan if trigger == Trigger::Refresh => {
+                let counts = plan_msg(&st);
+                if ended.has_changes {
                     set(
                         &mut st,
-                        READY,
-                        false,
-                        Reason::DependencyNotReady.as_str(),
-                        &m,
+                        DRIFTED,
+                        true,
+                        Reason::DriftDetected.as_str(),
+                        &format!("the last plan shows unapplied changes ({counts})"),
                         &now,
                         generation,
                     );
-                    (RunPhase::Succeeded, None, Some(m))
+                } else {
+                    set(
+                        &mut st,
+                        DRIFTED,
+                        false,
+                        Reason::NoDrift.as_str(),
+                        "the last plan shows no change",
+                        &now,
+                        generation,
+                    );
                 }
-                Operation::Plan if trigger == Trigger::Refresh => {
-                    let counts = plan_msg(&st);
-                    if ended.has_changes {
-                        set(
-                            &mut st,
-                            DRIFTED,
-                            true,
-                            Reason::DriftDetected.as_str(),
-                            &format!("the last plan shows unapplied changes ({counts})"),
-                            &now,
-                            generation,
-                        );
-                    } else {
-                        set(
-                            &mut st,
-                            DRIFTED,
-                            false,
-                            Reason::NoDrift.as_str(),
-                            "the last plan shows no change",
-                            &now,
-                            generation,
-                        );
-                    }
-                    if ended.has_changes
-                        && current
-                            .spec
-                            .refresh
-                            .as_ref()
-                            .is_some_and(|r| r.mode == Some(sng_api::workspace::RunMode::Apply))
-                    {
-                        await_approval(&mut st, name, &now, generation);
-                    }
-                    (RunPhase::Succeeded, None, None)
+                if ended.has_changes
+                    && current
+                        .spec
+                        .refresh
+                        .as_ref()
+                        .is_some_and(|r| r.mode == Some(sng_api::workspace::RunMode::Apply))
+                {
+                    await_approval(&mut st, name, &now, generation);
                 }
-                Operation::Plan => {
-                    if ended.has_changes {
-                        await_approval(&mut st, name, &now, generation);
-                    } else {
-                        st.inputs_hash = inputs_hash.clone();
-                        set(
-                            &mut st,
-                            READY,
-                            true,
-                            Reason::Succeeded.as_str(),
-                            "the plan shows no change",
-                            &now,
-                            generation,
-                        );
-                        set(&mut st, AWAITING_APPROVAL, false, "", "", &now, generation);
-                    }
-                    (RunPhase::Succeeded, None, None)
-                }
-                _ => {
+                (RunPhase::Succeeded, None, None)
+            }
+            Operation::Plan => {
+                if ended.has_changes {
+                    await_approval(&mut st, name, &now, generation);
+                } else {
                     st.inputs_hash = inputs_hash.clone();
-                    st.consecutive_failures = Some(0);
-                    st.lock = None;
                     set(
                         &mut st,
                         READY,
                         true,
                         Reason::Succeeded.as_str(),
-                        "the last apply succeeded",
-                        &now,
-                        generation,
-                    );
-                    set(&mut st, FAILED, false, "", "", &now, generation);
-                    set(
-                        &mut st,
-                        DRIFTED,
-                        false,
-                        Reason::Applied.as_str(),
-                        "",
+                        "the plan shows no change",
                         &now,
                         generation,
                     );
                     set(&mut st, AWAITING_APPROVAL, false, "", "", &now, generation);
-                    (RunPhase::Succeeded, Some(ApplyResult::Succeeded), None)
                 }
-            },
-            RunResult::NeedsReview(m) => {
-                // Actions the platform does not know: applied only once a person approved them.
-                await_approval(&mut st, name, &now, generation);
-                let m =
-                    format!("the plan awaits a review of actions the platform does not know: {m}");
-                (RunPhase::Succeeded, None, Some(m))
+                (RunPhase::Succeeded, None, None)
             }
-            RunResult::Rejected(m) => {
-                // The approved plan no longer matches reality: the new plan awaits approval.
-                let new_id = st
-                    .last_plan
-                    .as_ref()
-                    .map(|p| p.id.clone())
-                    .unwrap_or_default();
+            _ => {
+                st.inputs_hash = inputs_hash.clone();
+                st.consecutive_failures = Some(0);
+                st.lock = None;
                 set(
                     &mut st,
-                    AWAITING_APPROVAL,
+                    READY,
                     true,
-                    Reason::PlanChangedSinceApproval.as_str(),
-                    &format!("{m}; approve the new plan: sng approve workspace {name} {new_id}"),
+                    Reason::Succeeded.as_str(),
+                    "the last apply succeeded",
                     &now,
                     generation,
                 );
+                set(&mut st, FAILED, false, "", "", &now, generation);
                 set(
                     &mut st,
-                    READY,
+                    DRIFTED,
                     false,
-                    Reason::PlanChangedSinceApproval.as_str(),
-                    m,
-                    &now,
-                    generation,
-                );
-                (
-                    RunPhase::Rejected,
-                    Some(ApplyResult::Rejected),
-                    Some(m.clone()),
-                )
-            }
-            RunResult::Interrupted(m) if cut_by_stop => {
-                st.observed_generation = ws.status.as_ref().and_then(|s| s.observed_generation);
-                set(
-                    &mut st,
-                    READY,
-                    false,
-                    Reason::Interrupted.as_str(),
-                    m,
+                    Reason::Applied.as_str(),
+                    "",
                     &now,
                     generation,
                 );
                 set(&mut st, AWAITING_APPROVAL, false, "", "", &now, generation);
-                record.reason = Some(Reason::Stopped);
-                (
-                    RunPhase::Interrupted,
-                    Some(ApplyResult::Interrupted),
-                    Some(m.clone()),
-                )
+                (RunPhase::Succeeded, Some(ApplyResult::Succeeded), None)
             }
-            other => {
-                let (phase, result, m) = match other {
-                    RunResult::StateLocked(m) => {
-                        (RunPhase::StateLocked, ApplyResult::StateLocked, m.clone())
-                    }
-                    RunResult::Interrupted(m) => {
-                        (RunPhase::Interrupted, ApplyResult::Interrupted, m.clone())
-                    }
-                    RunResult::Failed(m) => (RunPhase::Failed, ApplyResult::Failed, m.clone()),
-                    RunResult::PolicyDenied(m) => {
-                        (RunPhase::Failed, ApplyResult::Failed, m.clone())
-                    }
-                    _ => unreachable!("handled above"),
-                };
-                let reason = match other {
-                    RunResult::StateLocked(_) => Reason::StateLocked,
-                    RunResult::Interrupted(_) => Reason::Interrupted,
-                    RunResult::PolicyDenied(_) => Reason::PolicyDenied,
-                    _ => ended.reason.clone().unwrap_or(Reason::RunFailed),
-                };
-                record.reason = Some(reason.clone());
-                st.consecutive_failures = Some(st.consecutive_failures.unwrap_or(0) + 1);
-                set(&mut st, READY, false, reason.as_str(), &m, &now, generation);
-                set(&mut st, FAILED, true, reason.as_str(), &m, &now, generation);
-                // No plan awaits approval after a failed or cut run: the next run re-plans.
-                set(&mut st, AWAITING_APPROVAL, false, "", "", &now, generation);
-                if matches!(other, RunResult::StateLocked(_)) {
-                    st.lock = match p.store.state_lock_info(tenant, name) {
-                        Ok(Some(lock)) => Some(LockStatus {
-                            id: lock.id,
-                            who: lock.who,
-                        }),
-                        _ => record
-                            .lock_holder
-                            .clone()
-                            .map(|(id, who)| LockStatus { id, who }),
-                    };
+        },
+        RunResult::NeedsReview(m) => {
+            // Actions the platform does not know: applied only once a person approved them.
+            await_approval(&mut st, name, &now, generation);
+            let m = format!("the plan awaits a review of actions the platform does not know: {m}");
+            (RunPhase::Succeeded, None, Some(m))
+        }
+        RunResult::Rejected(m) => {
+            // The approved plan no longer matches reality: the new plan awaits approval.
+            let new_id = st
+                .last_plan
+                .as_ref()
+                .map(|p| p.id.clone())
+                .unwrap_or_default();
+            set(
+                &mut st,
+                AWAITING_APPROVAL,
+                true,
+                Reason::PlanChangedSinceApproval.as_str(),
+                &format!("{m}; approve the new plan: sng approve workspace {name} {new_id}"),
+                &now,
+                generation,
+            );
+            set(
+                &mut st,
+                READY,
+                false,
+                Reason::PlanChangedSinceApproval.as_str(),
+                m,
+                &now,
+                generation,
+            );
+            (
+                RunPhase::Rejected,
+                Some(ApplyResult::Rejected),
+                Some(m.clone()),
+            )
+        }
+        RunResult::Interrupted(m) if cut_by_stop => {
+            st.observed_generation = ws.status.as_ref().and_then(|s| s.observed_generation);
+            set(
+                &mut st,
+                READY,
+                false,
+                Reason::Interrupted.as_str(),
+                m,
+                &now,
+                generation,
+            );
+            set(&mut st, AWAITING_APPROVAL, false, "", "", &now, generation);
+            record.reason = Some(Reason::Stopped);
+            (
+                RunPhase::Interrupted,
+                Some(ApplyResult::Interrupted),
+                Some(m.clone()),
+            )
+        }
+        other => {
+            let (phase, result, m) = match other {
+                RunResult::StateLocked(m) => {
+                    (RunPhase::StateLocked, ApplyResult::StateLocked, m.clone())
                 }
-                (phase, Some(result), Some(m))
+                RunResult::Interrupted(m) => {
+                    (RunPhase::Interrupted, ApplyResult::Interrupted, m.clone())
+                }
+                RunResult::Failed(m) => (RunPhase::Failed, ApplyResult::Failed, m.clone()),
+                RunResult::PolicyDenied(m) => (RunPhase::Failed, ApplyResult::Failed, m.clone()),
+                _ => unreachable!("handled above"),
+            };
+            let reason = match other {
+                RunResult::StateLocked(_) => Reason::StateLocked,
+                RunResult::Interrupted(_) => Reason::Interrupted,
+                RunResult::PolicyDenied(_) => Reason::PolicyDenied,
+                _ => ended.reason.clone().unwrap_or(Reason::RunFailed),
+            };
+            record.reason = Some(reason.clone());
+            st.consecutive_failures = Some(st.consecutive_failures.unwrap_or(0) + 1);
+            set(&mut st, READY, false, reason.as_str(), &m, &now, generation);
+            set(&mut st, FAILED, true, reason.as_str(), &m, &now, generation);
+            // No plan awaits approval after a failed or cut run: the next run re-plans.
+            set(&mut st, AWAITING_APPROVAL, false, "", "", &now, generation);
+            if matches!(other, RunResult::StateLocked(_)) {
+                st.lock = match p.store.state_lock_info(tenant, name) {
+                    Ok(Some(lock)) => Some(LockStatus {
+                        id: lock.id,
+                        who: lock.who,
+                    }),
+                    _ => record
+                        .lock_holder
+                        .clone()
+                        .map(|(id, who)| LockStatus { id, who }),
+                };
             }
-        };
+            (phase, Some(result), Some(m))
+        }
+    };
     let message = if ended.held && ended.result == RunResult::Succeeded {
         Some(held_for_confirmation(
             &mut st, tenant, name, &now, generation,
