@@ -23,7 +23,7 @@ fn an_error_body_keeps_its_message_and_lists_its_hints() {
                "hints": ["ask a tenant admin for a new one (`sng token create`)"],
                "details": {"causes": []}})
     );
-    assert_eq!(body.lines(), [body.message.clone()]);
+    assert_eq!(body.lines(), vec![body.message.clone()]);
 }
 
 #[test]
