@@ -9,6 +9,7 @@ pub mod labels;
 pub mod meta;
 pub mod object;
 pub mod provider;
+pub mod run;
 pub mod schema;
 pub mod secret;
 pub mod selector;
@@ -16,6 +17,7 @@ mod strict;
 pub mod tenant;
 pub mod units;
 pub mod validate;
+pub mod wire;
 pub mod workspace;
 
 pub use error::{FieldError, ObjectError, ParseError};

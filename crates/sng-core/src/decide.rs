@@ -1,45 +1,13 @@
 //! The reconcile decision: a pure function of observed facts (the workspace, its inputs, its
 //! parents, its last run, the clock) returning what to do. The loop around it does the I/O.
 
-use serde::{Deserialize, Serialize};
-
-/// What a run does.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Operation {
-    /// Plan only (drift detection, manual approval, defaults standing in for parents' outputs).
-    Plan,
-    /// Plan, then apply that plan.
-    Apply,
-    /// Re-plan, compare with the approved plan's hash, apply only when identical.
-    ApplyApproved,
-    /// Plan a destroy and apply it.
-    Destroy,
-}
-
-/// Why a run starts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Trigger {
-    /// First run of the workspace.
-    Created,
-    /// The manifest or an input changed (spec, secret, Provider, parent outputs).
-    InputsChanged,
-    /// The periodic refresh is due.
-    Refresh,
-    /// The user approved the pending plan.
-    Approval,
-    /// A failed run is retried after its backoff.
-    Retry,
-    /// The workspace is being deleted with `deletionPolicy: Destroy`.
-    Destroy,
-}
+pub use sng_api::run::{Operation, Reason, Trigger};
 
 /// Why no run starts although something is to do.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Blocked {
     /// Condition reason (`DependencyCycle`, `DependencyNotReady`, `SecretNotFound`, …).
-    pub reason: String,
+    pub reason: Reason,
     /// What to do about it.
     pub message: String,
 }
@@ -119,7 +87,7 @@ pub struct Facts {
     /// Parents.
     pub parents: Vec<Parent>,
     /// The inputs could not be gathered (missing secret, Provider, …): reason and message.
-    pub inputs_problem: Option<(String, String)>,
+    pub inputs_problem: Option<(Reason, String)>,
     /// Hash of the current inputs.
     pub inputs_hash: String,
     /// `status.inputsHash`: inputs of the last successful apply.
@@ -161,11 +129,8 @@ pub fn next_refresh(at: i64, interval: i64, jitter: f64) -> i64 {
     at + interval - interval / 10 + (interval as f64 / 5.0 * jitter.clamp(0.0, 1.0)) as i64
 }
 
-fn block(reason: &str, message: String) -> Action {
-    Action::Block(Blocked {
-        reason: reason.to_string(),
-        message,
-    })
+fn block(reason: Reason, message: String) -> Action {
+    Action::Block(Blocked { reason, message })
 }
 
 /// Decide.
@@ -179,7 +144,7 @@ pub fn decide(f: &Facts) -> Action {
         }
         if !f.children.is_empty() {
             return block(
-                "BlockedByDependents",
+                Reason::BlockedByDependents,
                 format!(
                     "deletion waits for the workspaces that depend on this one to be deleted: {}",
                     f.children.join(", ")
@@ -209,7 +174,7 @@ pub fn decide(f: &Facts) -> Action {
     }
     if !f.cycle.is_empty() {
         return block(
-            "DependencyCycle",
+            Reason::DependencyCycle,
             format!(
                 "dependsOn/workspaceOutputRef form a cycle: {}; break the cycle",
                 f.cycle.join(" -> ")
@@ -221,7 +186,7 @@ pub fn decide(f: &Facts) -> Action {
         // with unapplied changes is not Ready, and says which generation waits.
         if f.inputs_problem.is_none() && f.applied_hash.as_deref() != Some(f.inputs_hash.as_str()) {
             return block(
-                "Suspended",
+                Reason::Suspended,
                 format!(
                     "suspended with unapplied changes: generation {} is pending\nhint: set `spec.suspend: false` to plan and apply it",
                     f.generation
@@ -246,12 +211,12 @@ pub fn decide(f: &Facts) -> Action {
             "does not exist"
         };
         return block(
-            "DependencyNotReady",
+            Reason::DependencyNotReady,
             format!("waiting for parent workspace `{}`, which {state}", p.name),
         );
     }
     if let Some((reason, message)) = &f.inputs_problem {
-        return block(reason, message.clone());
+        return block(reason.clone(), message.clone());
     }
     let changed = f.applied_hash.as_deref() != Some(f.inputs_hash.as_str());
     if changed {
@@ -411,7 +376,7 @@ mod tests {
                 Facts {
                     suspend: true,
                     inputs_hash: String::new(),
-                    inputs_problem: Some(("SecretNotFound".into(), "gone".into())),
+                    inputs_problem: Some((Reason::SecretNotFound, "gone".into())),
                     ..ready()
                 },
                 Action::Idle { requeue_at: None },
@@ -633,7 +598,7 @@ mod tests {
             (
                 "secret missing",
                 Facts {
-                    inputs_problem: Some(("SecretNotFound".into(), "Secret `x` not found".into())),
+                    inputs_problem: Some((Reason::SecretNotFound, "Secret `x` not found".into())),
                     ..ready()
                 },
                 "SecretNotFound",

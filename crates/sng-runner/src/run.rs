@@ -59,16 +59,9 @@ pub struct ProviderBlock {
     pub secret_config: Vec<(String, String)>,
 }
 
-/// What the run does.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Operation {
-    /// Plan only.
-    Plan,
-    /// Plan, then apply the saved plan.
-    Apply,
-    /// Plan a destroy, then apply it.
-    Destroy,
-}
+/// What the run does: the platform's own vocabulary. `apply-approved` runs as an apply (its
+/// check is `expected_plan_hash`).
+pub use sng_api::run::Operation;
 
 /// Settings shared by all runs.
 #[derive(Debug, Clone)]
@@ -620,7 +613,7 @@ async fn run_in(
     }
     // The check (policies) may take seconds: off the async runtime.
     let verdict = match (&input.pre_apply, input.operation) {
-        (Some(check), Operation::Apply | Operation::Destroy) => {
+        (Some(check), op) if op.applies() => {
             let check = check.clone();
             tokio::task::spawn_blocking(move || check(&plan_json))
                 .await
@@ -648,7 +641,7 @@ async fn run_in(
             return RunResult::NeedsReview(plan.unknown.join(", "));
         }
     }
-    if input.operation == Operation::Apply
+    if matches!(input.operation, Operation::Apply | Operation::ApplyApproved)
         && input.hold_destroys
         && input.expected_plan_hash.is_none()
         && out.plan.as_ref().is_some_and(|p| p.counts.destroy > 0)

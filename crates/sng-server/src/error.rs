@@ -4,20 +4,10 @@
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use serde::{Deserialize, Serialize};
 use sng_api::ObjectError;
 use sng_store::StoreError;
 
-/// One cause of a validation error.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
-pub struct Cause {
-    /// `Workspace "app"` or `document 2`.
-    pub object: String,
-    /// Field path.
-    pub field: String,
-    /// The rule.
-    pub message: String,
-}
+pub use sng_api::wire::{Cause, StatusBody, StatusDetails};
 
 /// An error answered by the API.
 #[derive(Debug, Clone)]
@@ -206,45 +196,9 @@ impl From<StoreError> for ApiError {
     }
 }
 
-/// The wire shape of an error.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct StatusBody {
-    /// Always `Status`.
-    pub kind: String,
-    /// Always `Failure`.
-    pub status: String,
-    /// HTTP code.
-    pub code: u16,
-    /// Machine-readable reason.
-    pub reason: String,
-    /// Message.
-    pub message: String,
-    /// Causes.
-    #[serde(default)]
-    pub details: StatusDetails,
-}
-
-/// Causes of a failure.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub struct StatusDetails {
-    /// One per broken rule.
-    #[serde(default)]
-    pub causes: Vec<Cause>,
-}
-
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let body = StatusBody {
-            kind: "Status".into(),
-            status: "Failure".into(),
-            code: self.code.as_u16(),
-            reason: self.reason.into(),
-            message: self.message,
-            details: StatusDetails {
-                causes: self.causes,
-            },
-        };
+        let body = StatusBody::failure(self.code.as_u16(), self.reason, self.message, self.causes);
         (self.code, Json(body)).into_response()
     }
 }

@@ -7,6 +7,7 @@ use axum::Json;
 use serde::Serialize;
 use serde_json::Value;
 use sng_api::conditions::{AWAITING_APPROVAL, FAILED, READY};
+use sng_api::run::Reason;
 use sng_api::workspace::Workspace;
 use sng_core::decide::{decide, Action};
 use sng_store::{Role, Store};
@@ -72,7 +73,7 @@ pub fn explain(
         out.push(step(
             name,
             "Missing",
-            "NotFound",
+            Reason::NotFound.as_str(),
             format!("workspace `{name}` does not exist"),
             Some(format!(
                 "create it: sng apply -f <manifest of workspace {name}>"
@@ -91,7 +92,7 @@ pub fn explain(
         out.push(step(
             name,
             "Running",
-            "RunInProgress",
+            Reason::RunInProgress.as_str(),
             format!("run {job} is {phase}"),
             Some(format!("sng logs {job} -f")),
             depth,
@@ -105,7 +106,7 @@ pub fn explain(
         Action::Finalize => out.push(step(
             name,
             "Deleting",
-            "Finalizing",
+            Reason::Finalizing.as_str(),
             "the workspace is being removed".into(),
             None,
             depth,
@@ -119,7 +120,7 @@ pub fn explain(
         Action::Run { operation, trigger } => out.push(step(
             name,
             "Due",
-            "RunDue",
+            Reason::RunDue.as_str(),
             format!(
                 "a {operation:?} run is due ({trigger:?}); it starts as soon as a run slot is free"
             )
@@ -127,15 +128,15 @@ pub fn explain(
             Some(format!("sng wait workspace {name} --for condition=Ready")),
             depth,
         )),
-        Action::Block(b) => match b.reason.as_str() {
-            "DependencyNotReady" => {
+        Action::Block(b) => match &b.reason {
+            Reason::DependencyNotReady => {
                 let waiting: Vec<&sng_core::decide::Parent> =
                     observed.facts.parents.iter().filter(|p| !p.ready).collect();
                 if waiting.is_empty() {
                     out.push(step(
                         name,
                         "Waiting",
-                        &b.reason,
+                        b.reason.as_str(),
                         b.message.clone(),
                         None,
                         depth,
@@ -145,7 +146,7 @@ pub fn explain(
                     out.push(step(
                         name,
                         "Waiting",
-                        "DependencyNotReady",
+                        Reason::DependencyNotReady.as_str(),
                         format!("waiting for parent `{}`", p.name),
                         None,
                         depth,
@@ -153,20 +154,20 @@ pub fn explain(
                     explain(store, tenant, snap, &p.name, depth + 1, out);
                 }
             }
-            "SecretNotFound" => out.push(step(
+            Reason::SecretNotFound => out.push(step(
                 name,
                 "Blocked",
-                &b.reason,
+                b.reason.as_str(),
                 b.message.clone(),
                 Some(
                     "create the secret: sng apply -f <file with kind: Secret and that name>".into(),
                 ),
                 depth,
             )),
-            "DependencyCycle" => out.push(step(
+            Reason::DependencyCycle => out.push(step(
                 name,
                 "Blocked",
-                &b.reason,
+                b.reason.as_str(),
                 b.message.clone(),
                 Some(
                     "remove one dependsOn or workspaceOutputRef of the cycle, then sng apply"
@@ -174,27 +175,27 @@ pub fn explain(
                 ),
                 depth,
             )),
-            "Suspended" => out.push(step(
+            Reason::Suspended => out.push(step(
                 name,
                 "Suspended",
-                &b.reason,
+                b.reason.as_str(),
                 b.message.lines().next().unwrap_or_default().to_string(),
                 Some("set spec.suspend: false and sng apply".into()),
                 depth,
             )),
-            "OutputsSecretConflict" => out.push(step(
+            Reason::OutputsSecretConflict => out.push(step(
                 name,
                 "Blocked",
-                &b.reason,
+                b.reason.as_str(),
                 b.message.lines().next().unwrap_or_default().to_string(),
                 Some("choose another spec.outputs.secretName, then sng apply".into()),
                 depth,
             )),
-            "BlockedByDependents" => {
+            Reason::BlockedByDependents => {
                 out.push(step(
                     name,
                     "Deleting",
-                    &b.reason,
+                    b.reason.as_str(),
                     b.message.clone(),
                     Some("delete the children first: sng kind delete workspace CHILD".into()),
                     depth,
@@ -203,7 +204,7 @@ pub fn explain(
             _ => out.push(step(
                 name,
                 "Blocked",
-                &b.reason,
+                b.reason.as_str(),
                 b.message.clone(),
                 None,
                 depth,
@@ -214,7 +215,7 @@ pub fn explain(
                 out.push(step(
                     name,
                     "Suspended",
-                    "Suspended",
+                    Reason::Suspended.as_str(),
                     "spec.suspend is true: no new run starts".into(),
                     Some("set spec.suspend: false and sng apply".into()),
                     depth,
@@ -245,7 +246,14 @@ pub fn explain(
                     .condition(READY)
                     .map(|c| format!("{}: {}", c.reason, c.message))
                     .unwrap_or_else(|| "not run yet".into());
-                out.push(step(name, "Waiting", "Idle", why, None, depth));
+                out.push(step(
+                    name,
+                    "Waiting",
+                    Reason::Idle.as_str(),
+                    why,
+                    None,
+                    depth,
+                ));
             }
         }
     }
@@ -294,15 +302,15 @@ fn failed_step(
             )
         })
         .unwrap_or_default();
-    let (msg, next) = match c.reason.as_str() {
-        "StateLocked" => match store.state_lock_info(tenant, name).ok().flatten() {
+    let (msg, next) = match Reason::lenient(&c.reason) {
+        Reason::StateLocked => match store.state_lock_info(tenant, name).ok().flatten() {
             Some(l) => (
                 format!("the state lock is held by `{}` since {} (lock id {}){retry}", l.who, l.created_at, l.id),
                 Some(format!("ask `{}` to release it, or force it: terraform force-unlock {}", l.who, l.id)),
             ),
             None => (format!("{}{retry}", c.message), None),
         },
-        "PolicyDenied" => (
+        Reason::PolicyDenied => (
             format!("{}{retry}", c.message),
             Some("change the module or inputs so the plan complies, or the Policy (sng kind get policies)".into()),
         ),

@@ -135,7 +135,7 @@ pub(crate) async fn get_log(
             ),
             (
                 axum::http::HeaderName::from_static("x-sng-run-phase"),
-                run.phase.clone(),
+                run.phase.to_string(),
             ),
             (
                 axum::http::HeaderName::from_static("x-sng-log-size"),

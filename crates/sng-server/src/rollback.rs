@@ -9,6 +9,7 @@ use axum::extract::{Path, State};
 use axum::Json;
 use serde::Deserialize;
 use serde_json::{json, Value};
+use sng_api::run::{Operation, RunPhase};
 use sng_api::workspace::WorkspaceSpec;
 use sng_api::{Kind, Object};
 use sng_store::{Role, StoreError};
@@ -47,7 +48,7 @@ pub async fn rollback(
             .run_get(&tenant, &req.to_run)?
             .filter(|r| r.workspace == name)
             .ok_or_else(|| StoreError::not_found("Run", &req.to_run))?;
-        if run.phase != "Succeeded" || !matches!(run.operation.as_str(), "apply" | "apply-approved") {
+        if run.phase != RunPhase::Succeeded || !matches!(run.operation, Operation::Apply | Operation::ApplyApproved) {
             return Err(StoreError::Conflict(format!(
                 "run `{}` is not a successful apply ({} {}); roll back to one that was",
                 run.id, run.operation, run.phase

@@ -15,8 +15,9 @@ use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use sng_api::selector::Selector;
+use sng_api::wire::{ApplyAnswer, List};
 use sng_api::{Kind, Object};
-use sng_store::{ApplyOutcome, Principal, Role, Store, StoreError, TokenCheck};
+use sng_store::{Principal, Role, Store, StoreError, TokenCheck};
 
 use crate::error::ApiError;
 use crate::platform::OUTPUTS_OWNER_LABEL;
@@ -238,7 +239,7 @@ fn render(mut obj: Object, reveal: bool) -> Value {
 }
 
 pub(crate) fn list_body(items: Vec<Value>) -> Value {
-    json!({"apiVersion": "v1", "kind": "List", "items": items})
+    serde_json::to_value(List::of(items)).expect("json")
 }
 
 /// The most objects one page of a listing may hold (`?limit=`).
@@ -343,11 +344,7 @@ pub(crate) fn cursor_after(
 
 /// A page of a listing: `metadata.continue` when more remain (the token), absent on the last.
 pub(crate) fn page_body(items: Vec<Value>, next: Option<String>) -> Value {
-    let mut body = list_body(items);
-    if let Some(token) = next {
-        body["metadata"] = json!({ "continue": token });
-    }
-    body
+    serde_json::to_value(List::page(items, next)).expect("json")
 }
 
 /// What a listing's query asks: (limit, the name to start after, the label selector). A token
@@ -573,17 +570,7 @@ struct ApplyRequest {
 }
 
 /// One line of an apply answer.
-#[derive(Serialize, Deserialize)]
-pub struct ApplyResult {
-    /// Kind of the object.
-    pub kind: String,
-    /// Name of the object.
-    pub name: String,
-    /// `created`, `configured` or `unchanged`.
-    pub outcome: ApplyOutcome,
-    /// The object as stored (secret values hidden).
-    pub object: Value,
-}
+pub use sng_api::wire::ApplyResult;
 
 async fn apply(
     State(st): State<AppState>,
@@ -591,7 +578,7 @@ async fn apply(
     Path(tenant): Path<String>,
     params: Params,
     body: Result<Json<ApplyRequest>, JsonRejection>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<ApplyAnswer>, ApiError> {
     caller.require(&tenant, Role::Operator, "applying")?;
     params.only(&[])?;
     let Json(req) = body.map_err(|e| ApiError::bad_request(e.body_text()))?;
@@ -752,12 +739,18 @@ async fn apply(
             object: render(a.object, false),
         })
         .collect();
-    let mut answer = json!({"items": items, "dryRun": dry_run});
-    if let Some((diffs, would)) = blast {
-        answer["diffs"] = json!(diffs);
-        answer["wouldRun"] = json!(would);
-    }
-    Ok(Json(answer))
+    let (diffs, would_run) = blast
+        .map(|(d, w)| {
+            let d = d.into_iter().map(|x| json!(x)).collect::<Vec<Value>>();
+            (d, w.into_iter().map(|x| json!(x)).collect::<Vec<Value>>())
+        })
+        .unzip();
+    Ok(Json(ApplyAnswer {
+        items,
+        dry_run,
+        diffs,
+        would_run,
+    }))
 }
 
 async fn list(

@@ -236,15 +236,13 @@ fn stopping() -> Response {
 
 /// The answer to a connection over the bound: `503` (a `Status` body), then close (pure).
 pub fn refusal() -> Vec<u8> {
-    let body = serde_json::json!({
-        "kind": "Status",
-        "status": "Failure",
-        "code": 503,
-        "reason": "TooManyConnections",
-        "message": "the server serves too many connections; retry later",
-        "details": {"causes": []},
-    })
-    .to_string();
+    let body = serde_json::to_string(&sng_api::wire::StatusBody::failure(
+        503,
+        "TooManyConnections",
+        "the server serves too many connections; retry later",
+        vec![],
+    ))
+    .expect("json");
     format!(
         "HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\nconnection: close\r\nretry-after: 1\r\ncontent-length: {}\r\n\r\n{body}",
         body.len()

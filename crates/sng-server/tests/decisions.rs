@@ -7,6 +7,7 @@ mod common;
 use axum::body::Body;
 use axum::http::{Method, Request, StatusCode};
 use serde_json::{json, Value};
+use sng_api::run::{Operation, RunPhase, Trigger};
 use sng_api::Kind;
 use sng_server::AppState;
 use sng_store::{Role, RunRecord, Store};
@@ -48,11 +49,11 @@ impl Api {
             id: RUN.into(),
             tenant: "default".into(),
             workspace: "w".into(),
-            operation: "plan".into(),
-            trigger: "created".into(),
+            operation: Operation::Plan,
+            trigger: Trigger::Created,
             generation: 1,
-            phase: "Succeeded".into(),
-            result: Some("Succeeded".into()),
+            phase: RunPhase::Succeeded,
+            result: Some(RunPhase::Succeeded),
             inputs_hash: Some("sha256:in1".into()),
             plan: Some(
                 json!({"id": PLAN, "add": 1, "change": 0, "destroy": 0, "import": 0, "hash": "h1"}),

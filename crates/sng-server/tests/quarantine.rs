@@ -37,10 +37,10 @@ async fn awaiting() -> Api {
         id: RUN.into(),
         tenant: "default".into(),
         workspace: "w".into(),
-        operation: "plan".into(),
-        trigger: "created".into(),
+        operation: sng_api::run::Operation::Plan,
+        trigger: sng_api::run::Trigger::Created,
         generation: 1,
-        phase: "Succeeded".into(),
+        phase: sng_api::run::RunPhase::Succeeded,
         plan: Some(
             json!({"id": PLAN, "add": 1, "change": 0, "destroy": 0, "import": 0, "hash": "h1"}),
         ),

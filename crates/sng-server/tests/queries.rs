@@ -5,6 +5,7 @@ mod common;
 
 use axum::http::{Method, StatusCode};
 use serde_json::{json, Value};
+use sng_api::run::{Operation, RunPhase, Trigger};
 use sng_store::RunRecord;
 
 use common::Api;
@@ -329,9 +330,9 @@ async fn runs_are_paginated_with_continue_tokens() {
             id: format!("r{i}"),
             tenant: "default".into(),
             workspace: "a".into(),
-            operation: "apply".into(),
-            trigger: "created".into(),
-            phase: "Succeeded".into(),
+            operation: Operation::Apply,
+            trigger: Trigger::Created,
+            phase: RunPhase::Succeeded,
             generation: 1,
             // Two runs share a time: the order stays total.
             created_at: format!("2026-12-01T10:00:0{}Z", i / 2),

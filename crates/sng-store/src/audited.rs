@@ -11,7 +11,7 @@ use sng_api::{Kind, Object};
 
 use crate::audit::{insert_audit, Written};
 use crate::runs::{add_decision, run_in, Decision};
-use crate::{Actor, Applied, ApplyOutcome, Result, Role, Store, StoreError};
+use crate::{Actor, Applied, Result, Role, Store, StoreError};
 use crate::{TenantKeyRotation, TokenInfo};
 
 /// The audit entry (and event) of a deletion asked for that waits (outcome `deleting`).
@@ -32,17 +32,6 @@ pub(crate) fn deletion_asked(
         run: None,
     };
     insert_audit(tx, by, written, Value::Null).map(drop)
-}
-
-impl ApplyOutcome {
-    /// `created`, `configured`, `unchanged` (the audit trail's words).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ApplyOutcome::Created => "created",
-            ApplyOutcome::Configured => "configured",
-            ApplyOutcome::Unchanged => "unchanged",
-        }
-    }
 }
 
 impl Store {

@@ -6,6 +6,7 @@
 //! recorded Interrupted, their state locks and run tokens released, in one transaction.
 
 use rusqlite::{params, OptionalExtension, Row, Transaction, TransactionBehavior};
+use sng_api::run::{Reason, RunPhase};
 use sng_core::jobs::{Beat, Cancelled, Claim, Expired, Job, JobState};
 
 use crate::{now_rfc3339, Result, RunRecord, Store, StoreError};
@@ -61,7 +62,7 @@ fn put_run(tx: &Transaction<'_>, run: &RunRecord) -> Result<()> {
             run.id,
             run.tenant,
             run.workspace,
-            run.phase.to_string(),
+            run.phase.as_str(),
             run.created_at,
             serde_json::to_string(run).expect("json")
         ],
@@ -244,7 +245,7 @@ impl Store {
                 params![job.id, by, now_rfc3339()],
             )?;
             if let Some(mut run) = crate::runs::run_in(&tx, tenant, &job.id)? {
-                run.phase = "Interrupted".parse().expect("a phase");
+                run.phase = RunPhase::Interrupted;
                 run.message = Some(message.to_string());
                 run.finished_at = Some(now_rfc3339());
                 put_run(&tx, &run)?;
@@ -288,8 +289,8 @@ impl Store {
             tx.execute("DELETE FROM state_locks WHERE run_id = ?1", params![job.id])?;
             tx.execute("DELETE FROM run_tokens WHERE run_id = ?1", params![job.id])?;
             if let Some(mut run) = crate::runs::run_in(&tx, &job.tenant, &job.id)? {
-                run.phase = "Interrupted".parse().expect("a phase");
-                run.reason = Some("LeaseExpired".parse().expect("a reason"));
+                run.phase = RunPhase::Interrupted;
+                run.reason = Some(Reason::LeaseExpired);
                 run.message = Some(message.to_string());
                 run.finished_at = Some(at.clone());
                 put_run(&tx, &run)?;

@@ -10,17 +10,7 @@ use sng_api::{Kind, Object, ObjectMeta, GROUP_VERSION};
 use crate::keys::{Keyring, StoredSpec};
 use crate::{now_rfc3339, Result, Store, StoreError};
 
-/// What an apply did to one object (`kubectl apply` words).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum ApplyOutcome {
-    /// The object did not exist.
-    Created,
-    /// The object existed and changed.
-    Configured,
-    /// The object existed and nothing changed.
-    Unchanged,
-}
+pub use sng_api::wire::ApplyOutcome;
 
 /// One applied object with its outcome.
 #[derive(Debug, Clone)]

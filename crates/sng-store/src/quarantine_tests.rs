@@ -28,10 +28,10 @@ fn awaiting(s: &Store, name: &str, plan: &str, run: &str, hash: &str) -> Workspa
         id: run.into(),
         tenant: "default".into(),
         workspace: name.into(),
-        operation: "plan".into(),
-        trigger: "created".into(),
+        operation: sng_api::run::Operation::Plan,
+        trigger: sng_api::run::Trigger::Created,
         generation,
-        phase: "Succeeded".into(),
+        phase: sng_api::run::RunPhase::Succeeded,
         plan: Some(
             json!({"id": plan, "add": 1, "change": 0, "destroy": 0, "import": 0, "hash": hash}),
         ),

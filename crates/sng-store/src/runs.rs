@@ -1,125 +1,11 @@
 //! Run records (the audit unit of a run) and run-scoped state tokens.
 
 use rusqlite::{params, OptionalExtension};
-use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
 use crate::tokens::{hash, new_secret};
 use crate::{now_rfc3339, Result, Store, StoreError};
 
-/// One run of a workspace, as recorded.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct RunRecord {
-    /// Run id.
-    pub id: String,
-    /// Tenant.
-    pub tenant: String,
-    /// Workspace name.
-    pub workspace: String,
-    /// `apply`, `plan` or `destroy`.
-    pub operation: String,
-    /// Why the run started (`created`, `inputs changed`, `refresh`, `approval`, `retry`, `destroy`).
-    pub trigger: String,
-    /// What caused it, in words: which inputs changed, who approved, which schedule.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub caused_by: Option<String>,
-    /// Carried through the run's log, events and webhooks.
-    #[serde(default)]
-    pub correlation_id: String,
-    /// Hash of each part of the inputs (`spec`, `secrets`, `providers`, `parents`, `registry`).
-    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
-    pub inputs: std::collections::BTreeMap<String, String>,
-    /// Hash of the plan's `resource_changes`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub plan_hash: Option<String>,
-    /// Final result (the phase once ended).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub result: Option<String>,
-    /// Policy decisions taken before apply.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub policies: Vec<Value>,
-    /// Hash of the inputs the run used.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub inputs_hash: Option<String>,
-    /// Variables came from `default` values (parents not published): plan only.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub planned_with_defaults: bool,
-    /// Approval applied by this run: plan id, who, when.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub approval: Option<(String, String, String)>,
-    /// The spec the run applied (no secret values: those live in Secrets), for rollbacks.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub spec: Option<Value>,
-    /// The run this one restores (`trigger: rollback`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub restores: Option<String>,
-    /// Manifest generation the run applies.
-    pub generation: i64,
-    /// `Running`, `Succeeded`, `Failed`, `Interrupted`, `StateLocked`, `Rejected`.
-    pub phase: String,
-    /// Module source.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub module_source: Option<String>,
-    /// Module digest pinned for the run.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub module_digest: Option<String>,
-    /// Plan summary (id, counts, hash).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub plan: Option<Value>,
-    /// State serial before the run.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub state_serial_before: Option<i64>,
-    /// State serial after the run.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub state_serial_after: Option<i64>,
-    /// Holder of the state lock (id, who) when the run ended `StateLocked`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub lock_holder: Option<(String, String)>,
-    /// Machine-readable reason of a failure (`SecretNotFound`, `RunFailed`, …).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reason: Option<String>,
-    /// Result message (masked).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub message: Option<String>,
-    /// Creation.
-    pub created_at: String,
-    /// End.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub finished_at: Option<String>,
-    /// Duration of each engine step, in milliseconds.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub steps: Vec<(String, u64)>,
-    /// Decisions about the run or its plan, in order, winners and losers: an approval, a
-    /// refused one, a plan superseded by a new spec or a deletion, a cancel.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub decisions: Vec<Decision>,
-}
-
-/// One decision about a run or its plan, as recorded.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Decision {
-    /// `approved`, `approval-refused`, `superseded`, `cancelled`, `workspace-deleted`.
-    pub kind: String,
-    /// The plan it is about.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub plan_id: Option<String>,
-    /// Who took it (`token:ID`), when a principal did.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub by: Option<String>,
-    /// Who had approved the plan, for a superseded approval.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub approved_by: Option<String>,
-    /// The generation that superseded the plan.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub generation: Option<i64>,
-    /// When (RFC 3339).
-    pub at: String,
-    /// In words: the reason of a refusal, what superseded the plan.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub message: String,
-}
+pub use sng_api::run::{Decision, RunRecord};
 
 /// Append `decision` to the record of run `run_id` inside a transaction (a copy already there
 /// is not added twice); whether the run exists.
@@ -239,7 +125,7 @@ impl Store {
         let written = conn.execute(
             "INSERT INTO runs (id, tenant, workspace, phase, created_at, record) VALUES (?1, ?2, ?3, ?4, ?5, ?6)
              ON CONFLICT (id) DO UPDATE SET phase = excluded.phase, record = excluded.record",
-            params![run.id, run.tenant, run.workspace, run.phase, run.created_at, record],
+            params![run.id, run.tenant, run.workspace, run.phase.as_str(), run.created_at, record],
         );
         // Whether or not the write went through, the cached answer may be stale now.
         self.last_ended_cache()

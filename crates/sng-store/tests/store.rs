@@ -182,14 +182,14 @@ fn the_last_ended_run_follows_every_write_of_runs() {
         id: id.into(),
         tenant: "default".into(),
         workspace: ws.into(),
-        phase: phase.into(),
+        phase: phase.parse().unwrap(),
         created_at: at.into(),
         ..RunRecord::default()
     };
     let last = |ws: &str| {
         s.last_ended_run("default", ws)
             .unwrap()
-            .map(|r| (r.id, r.phase))
+            .map(|r| (r.id, r.phase.to_string()))
     };
     assert_eq!(last("a"), None);
     assert_eq!(last("a"), None, "asked twice (the second from memory)");

@@ -4,6 +4,7 @@ use std::io::Read as _;
 use std::path::Path;
 
 use serde_json::{json, Value};
+use sng_api::wire::ApplyAnswer;
 
 use crate::cli::{ApplyArgs, CliError};
 use crate::client::Client;
@@ -69,22 +70,19 @@ pub fn apply(client: &Client, tenant: &str, args: &ApplyArgs) -> Result<(), CliE
         &format!("/tenants/{tenant}/apply"),
         &json!({"items": items, "dryRun": args.dry_run, "confirm": args.confirm}),
     )?;
+    let answer: ApplyAnswer = serde_json::from_value(answer).map_err(|e| {
+        CliError::rejected(format!(
+            "the server answered an apply that does not parse: {e}"
+        ))
+    })?;
     crate::get::print_prod_mark(client, tenant);
     let suffix = if args.dry_run { " (dry run)" } else { "" };
-    for item in answer["items"].as_array().into_iter().flatten() {
-        let (kind, name) = (
-            item["kind"]
-                .as_str()
-                .unwrap_or_default()
-                .to_ascii_lowercase(),
-            item["name"].as_str().unwrap_or_default(),
-        );
-        println!(
-            "{kind}/{name} {}{suffix}",
-            item["outcome"].as_str().unwrap_or_default()
-        );
+    let diffs = answer.diffs.unwrap_or_default();
+    for item in &answer.items {
+        let (kind, name) = (item.kind.to_ascii_lowercase(), item.name.as_str());
+        println!("{kind}/{name} {}{suffix}", item.outcome);
         if args.dry_run {
-            let diff = answer["diffs"].as_array().into_iter().flatten().find(|d| {
+            let diff = diffs.iter().find(|d| {
                 d["kind"].as_str().map(str::to_ascii_lowercase) == Some(kind.clone())
                     && d["name"] == name
             });
@@ -98,11 +96,7 @@ pub fn apply(client: &Client, tenant: &str, args: &ApplyArgs) -> Result<(), CliE
         }
     }
     if args.dry_run {
-        let would: Vec<&Value> = answer["wouldRun"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .collect();
+        let would: Vec<Value> = answer.would_run.unwrap_or_default();
         if would.is_empty() {
             println!("no workspace would start a run");
         } else {

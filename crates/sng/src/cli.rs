@@ -450,7 +450,7 @@ pub fn run(cli: Cli, matches: &clap::ArgMatches) -> Result<(), CliError> {
     }
     match cli.command {
         Command::Config { .. } => unreachable!("handled above"),
-        Command::Server(args) => run_server(args),
+        Command::Server(args) => crate::server_cmd::run_server(args),
         Command::Events(command) => crate::events::run(&g, command),
         Command::Token { command } => crate::tokens::run(&g, command),
         Command::Quarantine { command } => crate::quarantine::run(&g, command),
@@ -616,55 +616,4 @@ pub fn run(cli: Cli, matches: &clap::ArgMatches) -> Result<(), CliError> {
             ),
         },
     }
-}
-
-fn run_server(args: ServerArgs) -> Result<(), CliError> {
-    if let Some(ServerMaintenance::RotateMasterKey) = args.maintenance {
-        let r = sng_server::rotate_master_key(&args.data_dir).map_err(|e| {
-            let mut msg = e.to_string();
-            let mut source = std::error::Error::source(&e);
-            while let Some(s) = source {
-                msg.push_str(&format!(": {s}"));
-                source = s.source();
-            }
-            CliError::rejected(msg)
-        })?;
-        println!(
-            "master key rotated: {} -> {} ({} data keys re-wrapped)",
-            r.old_key_id, r.new_key_id, r.rewrapped
-        );
-        return Ok(());
-    }
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("SNG_LOG")
-                .unwrap_or_else(|_| "info".into()),
-        )
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .init();
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| CliError::rejected(format!("cannot start the runtime: {e}")))?;
-    let config = sng_server::Config {
-        data_dir: args.data_dir,
-        listen: args.listen,
-        engine: args.engine,
-        insecure_registries: args.insecure_registries,
-        max_concurrent_runs: args.max_concurrent_runs,
-        provider_mirror: args.provider_mirror,
-        sandbox_rw: args.sandbox_rw,
-        run_timeout: args.run_timeout,
-        engine_log: args.engine_log,
-    };
-    runtime.block_on(sng_server::run(config)).map_err(|e| {
-        let mut msg = e.to_string();
-        let mut source = std::error::Error::source(&e);
-        while let Some(s) = source {
-            msg.push_str(&format!(": {s}"));
-            source = s.source();
-        }
-        CliError::rejected(msg)
-    })
 }

@@ -2,7 +2,7 @@
 
 use reqwest::blocking::{Client as Http, RequestBuilder};
 use serde_json::Value;
-use sng_server::StatusBody;
+use sng_api::wire::{List, StatusBody};
 
 use crate::cli::{CliError, Global};
 
@@ -55,20 +55,7 @@ impl Client {
             });
         }
         match serde_json::from_str::<StatusBody>(&text) {
-            Ok(body) if !body.details.causes.is_empty() => Err(CliError::Rejected(
-                body.details
-                    .causes
-                    .iter()
-                    .map(|c| {
-                        if c.field.is_empty() {
-                            format!("{}: {}", c.object, c.message)
-                        } else {
-                            format!("{}: {}: {}", c.object, c.field, c.message)
-                        }
-                    })
-                    .collect(),
-            )),
-            Ok(body) => Err(CliError::rejected(body.message)),
+            Ok(body) => Err(CliError::Rejected(body.lines())),
             Err(_) => Err(CliError::rejected(format!("the server answered {status}"))),
         }
     }
@@ -96,7 +83,7 @@ impl Client {
             return Ok((text, headers));
         }
         let message = serde_json::from_str::<StatusBody>(&text)
-            .map(|b| b.message)
+            .map(|b| b.lines().join("\n"))
             .unwrap_or_else(|_| format!("the server answered {status}"));
         Err(CliError::rejected(message))
     }
@@ -126,15 +113,14 @@ impl Client {
             if let Some(c) = &cursor {
                 query.push(("continue", c.clone()));
             }
-            let mut page = self.send(self.http.get(self.url(path)).query(&query))?;
-            if let Some(more) = page.get_mut("items").and_then(Value::as_array_mut) {
-                items.append(more);
-            }
-            let next = page
-                .pointer("/metadata/continue")
-                .and_then(Value::as_str)
-                .filter(|c| !c.is_empty())
-                .map(str::to_string);
+            let answer = self.send(self.http.get(self.url(path)).query(&query))?;
+            let mut page: List = serde_json::from_value(answer).map_err(|e| {
+                CliError::rejected(format!(
+                    "the server answered a listing that is not a List: {e}"
+                ))
+            })?;
+            let next = page.next().map(str::to_string);
+            items.append(&mut page.items);
             match next {
                 Some(c) if cursor.as_ref() == Some(&c) => {
                     return Err(CliError::rejected(
@@ -143,11 +129,8 @@ impl Client {
                 }
                 Some(c) => cursor = Some(c),
                 None => {
-                    if let Some(obj) = page.as_object_mut() {
-                        obj.remove("metadata");
-                        obj.insert("items".into(), Value::Array(items));
-                    }
-                    return Ok(page);
+                    let whole = List::of(items);
+                    return Ok(serde_json::to_value(whole).expect("json"));
                 }
             }
         }

@@ -10,6 +10,7 @@ mod explain;
 mod get;
 mod module;
 mod quarantine;
+mod server_cmd;
 mod table;
 mod tokens;
 mod wait;

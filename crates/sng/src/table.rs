@@ -76,7 +76,9 @@ pub fn workspace_state(v: &Value) -> (String, String) {
         reason_of(t)
     } else if is_true("Ready") {
         "Ready".into()
-    } else if condition(v, "Ready").is_some_and(|c| c["reason"] == "Suspended") {
+    } else if condition(v, "Ready")
+        .is_some_and(|c| c["reason"] == sng_api::run::Reason::Suspended.as_str())
+    {
         match v.pointer("/metadata/generation").and_then(Value::as_i64) {
             Some(g) => format!("Suspended (gen {g} pending)"),
             None => "Suspended (changes pending)".into(),

@@ -140,8 +140,8 @@ pub fn logs(client: &Client, tenant: &str, run: &str, follow: bool) -> Result<()
         offset += text.len();
         print!("{text}");
         let _ = std::io::stdout().flush();
-        let running =
-            headers.get("x-sng-run-phase").and_then(|v| v.to_str().ok()) == Some("Running");
+        let running = headers.get("x-sng-run-phase").and_then(|v| v.to_str().ok())
+            == Some(sng_api::run::RunPhase::Running.as_str());
         if !follow || (!running && text.is_empty()) {
             return Ok(());
         }

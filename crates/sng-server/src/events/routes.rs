@@ -14,7 +14,7 @@ use sng_store::{Event, EventFilter, Role, StoreError};
 
 use crate::error::ApiError;
 use crate::routes::{
-    blocking, cursor_after, cursor_token, limit_of, page_body, AppState, Caller, Params,
+    blocking, cursor_after, cursor_token, limit_of, list_body, page_body, AppState, Caller, Params,
 };
 
 /// `GET /metrics`; `GET|POST /api/v1/tenants/{t}/events`; `GET /api/v1/tenants/{t}/deadletters`;
@@ -49,10 +49,6 @@ fn tenant_exists(s: &sng_store::Store, tenant: &str) -> Result<(), StoreError> {
         Some(_) => Ok(()),
         None => Err(StoreError::not_found("Tenant", tenant)),
     }
-}
-
-fn list_body(items: Vec<Value>) -> Value {
-    json!({"apiVersion": "v1", "kind": "List", "items": items})
 }
 
 #[derive(Deserialize, Default)]

@@ -1,6 +1,7 @@
 //! Checks of a module before any engine run: import targets exist in the module, Providers
 //! match its `required_providers`.
 
+use sng_api::run::Reason;
 use sng_api::workspace::Workspace;
 
 use super::inputs::Inputs;
@@ -23,9 +24,9 @@ pub fn check_module(
     module_dir: &std::path::Path,
     ws: &Workspace,
     inputs: &Inputs,
-) -> Result<(), (String, String)> {
+) -> Result<(), (Reason, String)> {
     let info = sng_runner::module::inspect(module_dir)
-        .map_err(|e| ("ModuleInvalid".to_string(), e.to_string()))?;
+        .map_err(|e| (Reason::ModuleInvalid, e.to_string()))?;
     for (i, imp) in ws.spec.imports.iter().enumerate() {
         // `aws_s3_bucket.assets["logs"]` → `aws_s3_bucket.assets`; `module.net.x.y` → `module.net`.
         let bare: String = imp.to.split('[').next().unwrap_or_default().to_string();
@@ -34,7 +35,7 @@ pub fn check_module(
         let key = parts.iter().take(2).cloned().collect::<Vec<_>>().join(".");
         if !info.resources.contains(&key) {
             return Err((
-                "ImportTargetMissing".into(),
+                Reason::ImportTargetMissing,
                 format!(
                     "spec.imports[{i}].to: `{}` does not exist in the module (resources: {})",
                     imp.to,
@@ -55,7 +56,7 @@ pub fn check_module(
             .unwrap_or_else(|| format!("hashicorp/{}", p.local_name));
         if !required.is_empty() && normalize_source(&required) != normalize_source(&p.source) {
             return Err((
-                "ProviderMismatch".into(),
+                Reason::ProviderMismatch,
                 format!("Provider source `{}` does not match the module's required_providers `{}` = `{required}`; fix the Provider's source", p.source, p.local_name),
             ));
         }

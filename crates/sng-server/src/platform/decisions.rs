@@ -149,9 +149,9 @@ mod tests {
             id: id.into(),
             tenant: "default".into(),
             workspace: "w".into(),
-            operation: "plan".into(),
+            operation: sng_api::run::Operation::Plan,
             generation: 3,
-            phase: "Succeeded".into(),
+            phase: sng_api::run::RunPhase::Succeeded,
             plan: plan.map(|p| json!({"id": p, "hash": "h-approved"})),
             created_at: sng_store::now_rfc3339(),
             correlation_id: format!("corr-{id}"),
@@ -164,8 +164,8 @@ mod tests {
         let store = Store::open_in_memory().unwrap();
         store.run_put(&run("run-plan", Some("plan-old"))).unwrap();
         let applying = RunRecord {
-            operation: "apply-approved".into(),
-            phase: "Rejected".into(),
+            operation: sng_api::run::Operation::ApplyApproved,
+            phase: sng_api::run::RunPhase::Rejected,
             ..run("run-apply", Some("plan-new"))
         };
         let m = "the plan changed since it was approved";

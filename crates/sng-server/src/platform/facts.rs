@@ -5,10 +5,11 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use sha2::{Digest as _, Sha256};
 use sng_api::conditions::{AWAITING_APPROVAL, READY};
+use sng_api::run::{Reason, RunPhase};
 use sng_api::workspace::{DependencyStatus, Workspace};
 use sng_api::{Kind, Object};
 use sng_core::dag::{self, Graph};
-use sng_core::decide::{Facts, LastRun, Operation, Parent};
+use sng_core::decide::{Facts, LastRun, Parent};
 use sng_store::Store;
 
 use std::collections::HashMap;
@@ -164,34 +165,32 @@ fn inputs_of(
     store: &Store,
     tenant: &str,
     ws: &Workspace,
-) -> ((String, Option<(String, String)>), Reads) {
+) -> ((String, Option<(Reason, String)>), Reads) {
     let (gathered, reads) = gather_noting(store, tenant, ws);
     let (inputs, problem) = match gathered {
         Ok(i) => (Some(i), None),
-        Err(InputError::SecretNotFound(m)) => (None, Some(("SecretNotFound".to_string(), m))),
+        Err(InputError::SecretNotFound(m)) => (None, Some((Reason::SecretNotFound, m))),
         Err(InputError::ProviderNotFound(p)) => (
             None,
             Some((
-                "ProviderNotFound".to_string(),
+                Reason::ProviderNotFound,
                 format!("Provider `{p}` not found; create it"),
             )),
         ),
         Err(InputError::ParentOutputMissing { parent, output }) => (
             None,
             Some((
-                "DependencyNotReady".to_string(),
+                Reason::DependencyNotReady,
                 format!("waiting for output `{output}` of workspace `{parent}`"),
             )),
         ),
-        Err(InputError::ParentOutputsNotOwned(m)) => {
-            (None, Some(("DependencyNotReady".to_string(), m)))
-        }
-        Err(InputError::Other(m)) => (None, Some(("InputsUnavailable".to_string(), m))),
+        Err(InputError::ParentOutputsNotOwned(m)) => (None, Some((Reason::DependencyNotReady, m))),
+        Err(InputError::Other(m)) => (None, Some((Reason::InputsUnavailable, m))),
     };
     // Checked before any run: nothing is applied into a conflict over the outputs secret.
     let problem = problem.or_else(|| {
         super::record::outputs_conflict(store, tenant, ws)
-            .map(|m| (super::record::OUTPUTS_SECRET_CONFLICT.to_string(), m))
+            .map(|m| (Reason::OutputsSecretConflict, m))
     });
     let hash = inputs
         .as_ref()
@@ -225,7 +224,7 @@ struct Cached {
     uid: Option<String>,
     generation: Option<i64>,
     reads: Vec<((Kind, String), Option<i64>)>,
-    answer: (String, Option<(String, String)>),
+    answer: (String, Option<(Reason, String)>),
 }
 
 impl InputsCache {
@@ -235,7 +234,7 @@ impl InputsCache {
         tenant: &str,
         ws: &Workspace,
         versions: &Versions,
-    ) -> (String, Option<(String, String)>) {
+    ) -> (String, Option<(Reason, String)>) {
         let key = (tenant.to_string(), ws.metadata.name.clone());
         let now = |k: &(Kind, String)| versions.get(k).copied();
         if let Some(c) = self.entries.lock().expect("lock").get(&key) {
@@ -386,8 +385,8 @@ pub fn observe(
     let last = store.last_ended_run(tenant, name).ok().flatten();
     let last_run = last.as_ref().map(|r| LastRun {
         inputs_hash: r.inputs_hash.clone().unwrap_or_default(),
-        failed: matches!(r.phase.as_str(), "Failed" | "StateLocked")
-            || (r.phase == "Interrupted" && r.reason.as_deref() != Some("Stopped")),
+        failed: matches!(r.phase, RunPhase::Failed | RunPhase::StateLocked)
+            || (r.phase == RunPhase::Interrupted && r.reason != Some(Reason::Stopped)),
         planned_with_defaults: r.planned_with_defaults,
         finished_at: r
             .finished_at
@@ -395,13 +394,7 @@ pub fn observe(
             .and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok())
             .map(|t| t.timestamp())
             .unwrap_or(0),
-        operation: match r.operation.as_str() {
-            "plan" => Some(Operation::Plan),
-            "apply" => Some(Operation::Apply),
-            "apply-approved" => Some(Operation::ApplyApproved),
-            "destroy" => Some(Operation::Destroy),
-            _ => None,
-        },
+        operation: Some(r.operation),
     });
     let awaiting_true = st
         .conditions
@@ -409,7 +402,7 @@ pub fn observe(
         .any(|c| c.type_ == AWAITING_APPROVAL && c.status == "True");
     let awaiting = if awaiting_true {
         last.as_ref()
-            .filter(|r| r.phase == "Succeeded" || r.phase == "Rejected")
+            .filter(|r| matches!(r.phase, RunPhase::Succeeded | RunPhase::Rejected))
             .and_then(|r| r.inputs_hash.clone())
     } else {
         None

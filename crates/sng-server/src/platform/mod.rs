@@ -216,8 +216,8 @@ impl Platform {
     pub fn recover(&self) -> Result<usize, sng_store::StoreError> {
         let cut = self.store.runs_running()?;
         for mut run in cut.iter().cloned() {
-            run.phase = "Interrupted".into();
-            run.reason = Some("Stopped".into());
+            run.phase = sng_api::run::RunPhase::Interrupted;
+            run.reason = Some(sng_api::run::Reason::Stopped);
             // Still `Running` at start: the server ended without recording the run's end.
             run.message = Some(
                 "the server was killed during the run; the next run re-plans on the real state"
@@ -306,7 +306,7 @@ impl Platform {
                 if let (Action::Run { .. }, Some(max)) = (&action, quotas.runs_per_hour) {
                     if runs_this_hour >= max as i64 {
                         action = Action::Block(sng_core::decide::Blocked {
-                            reason: "QuotaExceeded".into(),
+                            reason: sng_api::run::Reason::QuotaExceeded,
                             message: format!("tenant `{tenant}` started {runs_this_hour} runs in the last hour (spec.quotas.runsPerHour: {max}); the run waits"),
                         });
                         next = Some(next.map_or(now + 60, |n| n.min(now + 60)));

@@ -72,7 +72,7 @@ pub fn pre_apply(
         let run = json!({
             "id": record.id,
             "trigger": record.trigger,
-            "operation": match operation { Operation::Destroy => "destroy", Operation::Plan => "plan", _ => "apply" },
+            "operation": match operation { Operation::ApplyApproved => Operation::Apply, op => op },
             "destroy": counts.destroy > 0 || operation == Operation::Destroy,
             "counts": {"add": counts.add, "change": counts.change, "destroy": counts.destroy, "import": counts.import},
             "approval": record.approval.as_ref().map(|(plan, who, at)| json!({"planId": plan, "by": who, "at": at})),

@@ -86,14 +86,19 @@ pub fn state_backend(
     tenant: &str,
     ws: &Workspace,
     run_id: &str,
-) -> Result<RunBackend, (&'static str, String)> {
+) -> Result<RunBackend, (sng_api::run::Reason, String)> {
     let name = &ws.metadata.name;
     match ws.spec.backend.as_ref().and_then(|b| b.s3.as_ref()) {
         None => {
             let token = p
                 .store
                 .run_token_create(tenant, name, run_id)
-                .map_err(|e| ("RunFailed", format!("cannot create the run token: {e}")))?;
+                .map_err(|e| {
+                    (
+                        sng_api::run::Reason::RunFailed,
+                        format!("cannot create the run token: {e}"),
+                    )
+                })?;
             Ok(RunBackend {
                 backend: Backend::Http {
                     address: format!("{}/state/v1/{tenant}/{name}", p.state_url),
@@ -106,7 +111,7 @@ pub fn state_backend(
         }
         Some(s3) => {
             let run = super::s3::s3_backend(&p.store, tenant, name, s3)
-                .map_err(|e| ("SecretNotFound", e))?;
+                .map_err(|e| (sng_api::run::Reason::SecretNotFound, e))?;
             Ok(RunBackend {
                 backend: Backend::S3 { config: run.config },
                 password: None,

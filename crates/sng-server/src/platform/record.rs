@@ -126,6 +126,10 @@ pub(super) fn cause(
             let _ = (store, tenant);
             "deletion with deletionPolicy Destroy".into()
         }
+        Trigger::Rollback => match ws.metadata.annotations.get(super::ROLLBACK_ANNOTATION) {
+            Some(restored) => format!("rollback to run {restored}"),
+            None => "rollback".into(),
+        },
     }
 }
 
@@ -143,9 +147,6 @@ pub(super) fn run_limits(ws: &Workspace) -> sng_runner::Limits {
         cpu_millis: q("cpu").map(|c| (c * 1000.0).ceil() as u64),
     }
 }
-
-/// Condition reason of a workspace whose outputs secret belongs to someone else.
-pub const OUTPUTS_SECRET_CONFLICT: &str = "OutputsSecretConflict";
 
 /// Why the outputs secret of `ws` may not be written by it: it exists and is not owned by
 /// this workspace (the platform's owner label), naming the secret and its owner.

@@ -2,6 +2,7 @@
 //! periodic run. Written only when something changed, never while a run owns the status.
 
 use sng_api::conditions::{FAILED, READY};
+use sng_api::run::Reason;
 use sng_api::workspace::Workspace;
 use sng_api::Kind;
 use sng_core::conditions::set;
@@ -36,11 +37,23 @@ pub fn observe_into_status(
     match action {
         Action::Block(b) => {
             set(
-                &mut st, READY, false, &b.reason, &b.message, &now_s, generation,
+                &mut st,
+                READY,
+                false,
+                b.reason.as_str(),
+                &b.message,
+                &now_s,
+                generation,
             );
-            if b.reason == super::record::OUTPUTS_SECRET_CONFLICT {
+            if b.reason == Reason::OutputsSecretConflict {
                 set(
-                    &mut st, FAILED, true, &b.reason, &b.message, &now_s, generation,
+                    &mut st,
+                    FAILED,
+                    true,
+                    b.reason.as_str(),
+                    &b.message,
+                    &now_s,
+                    generation,
                 );
             }
         }
@@ -56,7 +69,7 @@ pub fn observe_into_status(
     let suspended_reason = st
         .conditions
         .iter()
-        .any(|c| c.type_ == READY && c.status == "False" && c.reason == "Suspended");
+        .any(|c| c.type_ == READY && c.status == "False" && c.reason == Reason::Suspended.as_str());
     if suspended_reason
         && matches!(action, Action::Idle { .. })
         && f.applied_hash.as_deref() == Some(f.inputs_hash.as_str())
@@ -65,7 +78,7 @@ pub fn observe_into_status(
             &mut st,
             READY,
             true,
-            "Succeeded",
+            Reason::Succeeded.as_str(),
             "no input changed since the last successful apply",
             &now_s,
             generation,

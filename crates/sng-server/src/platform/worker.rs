@@ -3,12 +3,13 @@
 
 use serde_json::json;
 use sng_api::conditions::{APPLYING, AWAITING_APPROVAL, DRIFTED, FAILED, PLANNING, READY};
+use sng_api::run::{Operation, Reason, RunPhase, Trigger};
 use sng_api::workspace::{
     ApplyResult, ApplySummary, LockStatus, PlanSummary, Workspace, WorkspaceStatus,
 };
 use sng_api::{Kind, Object};
 use sng_core::conditions::{is_true, set};
-use sng_core::decide::{next_refresh, Operation, Trigger};
+use sng_core::decide::next_refresh;
 use sng_runner::{RunInput, RunResult};
 use sng_store::{now_rfc3339, RunRecord, Store};
 use tokio_util::sync::CancellationToken;
@@ -62,7 +63,7 @@ pub fn mark_interrupted(store: &Store, run: &RunRecord) -> Result<(), sng_store:
         &mut st,
         READY,
         false,
-        "Interrupted",
+        Reason::Interrupted.as_str(),
         "the run was interrupted; the next run re-plans on the real state",
         &now,
         generation,
@@ -166,10 +167,13 @@ fn plan_id(run_id: &str, hash: &str) -> String {
     format!("plan-{}", &h[..16])
 }
 
+/// The phase a run ends in, its result for `status.lastApply` (an apply's), and its message.
+type Concluded = (RunPhase, Option<ApplyResult>, Option<String>);
+
 /// How the run ended, for the status.
 struct Ended {
     result: RunResult,
-    reason: Option<String>,
+    reason: Option<Reason>,
     operation: Operation,
     planned_with_defaults: bool,
     has_changes: bool,
@@ -177,26 +181,6 @@ struct Ended {
     interrupted_step: Option<String>,
     /// Stopped after its plan: a destroy/replace on a production tenant awaits a confirmed approval.
     held: bool,
-}
-
-fn op_name(op: Operation) -> &'static str {
-    match op {
-        Operation::Plan => "plan",
-        Operation::Apply => "apply",
-        Operation::ApplyApproved => "apply-approved",
-        Operation::Destroy => "destroy",
-    }
-}
-
-fn trigger_name(t: Trigger) -> &'static str {
-    match t {
-        Trigger::Created => "created",
-        Trigger::InputsChanged => "inputs changed",
-        Trigger::Refresh => "refresh",
-        Trigger::Approval => "approval",
-        Trigger::Retry => "retry",
-        Trigger::Destroy => "destroy",
-    }
 }
 
 /// Run a workspace and write everything down.
@@ -254,10 +238,10 @@ pub async fn run_workspace(
         id: run_id.clone(),
         tenant: tenant.into(),
         workspace: name.into(),
-        operation: op_name(operation).into(),
-        trigger: trigger_name(trigger).into(),
+        operation,
+        trigger,
         generation,
-        phase: "Running".into(),
+        phase: RunPhase::Running,
         module_source: Some(ws.spec.module.source.clone()),
         approval: approval.clone(),
         correlation_id: format!("corr-{}", uuid::Uuid::new_v4().simple()),
@@ -272,7 +256,7 @@ pub async fn run_workspace(
             trigger,
             Trigger::InputsChanged | Trigger::Retry | Trigger::Approval
         ) {
-            record.trigger = "rollback".into();
+            record.trigger = Trigger::Rollback;
             record.restores = Some(restored.clone());
             let by = crate::audit::author(&p.store, tenant, &ws.metadata.name, generation);
             record.caused_by = Some(match by {
@@ -300,13 +284,13 @@ pub async fn run_workspace(
         &mut st,
         PLANNING,
         true,
-        "Planning",
+        Reason::Planning.as_str(),
         "the run is planning",
         &now,
         generation,
     );
     write_status(&p.store, tenant, name, &st);
-    tracing::info!(run = %run_id, tenant, workspace = name, generation, operation = op_name(operation), trigger = trigger_name(trigger), "run started");
+    tracing::info!(run = %run_id, tenant, workspace = name, generation, operation = %operation, trigger = %trigger, "run started");
 
     let stopped = cancel.clone();
     let ended = run_inner(
@@ -376,7 +360,7 @@ pub async fn run_workspace(
         && ended.result == RunResult::Succeeded
         && current.metadata.deletion_timestamp.is_some()
     {
-        record.phase = "Succeeded".into();
+        record.phase = RunPhase::Succeeded;
         record.finished_at = Some(now);
         let _ = p.store.run_put(&record);
         if let Err(e) = finalize(&p.store, tenant, &current, None) {
@@ -407,9 +391,7 @@ pub async fn run_workspace(
             })
             .unwrap_or_default()
     };
-    let (phase, apply_result, message): (&str, Option<ApplyResult>, Option<String>) = match &ended
-        .result
-    {
+    let (phase, apply_result, message): Concluded = match &ended.result {
         RunResult::Succeeded => match ended.operation {
             Operation::Plan if ended.planned_with_defaults => {
                 let m = "planned with default values; waiting for the parents to publish their outputs before any apply".to_string();
@@ -417,12 +399,12 @@ pub async fn run_workspace(
                     &mut st,
                     READY,
                     false,
-                    "DependencyNotReady",
+                    Reason::DependencyNotReady.as_str(),
                     &m,
                     &now,
                     generation,
                 );
-                ("Succeeded", None, Some(m))
+                (RunPhase::Succeeded, None, Some(m))
             }
             Operation::Plan if trigger == Trigger::Refresh => {
                 let counts = plan_msg(&st);
@@ -431,7 +413,7 @@ pub async fn run_workspace(
                         &mut st,
                         DRIFTED,
                         true,
-                        "DriftDetected",
+                        Reason::DriftDetected.as_str(),
                         &format!("the last plan shows unapplied changes ({counts})"),
                         &now,
                         generation,
@@ -441,7 +423,7 @@ pub async fn run_workspace(
                         &mut st,
                         DRIFTED,
                         false,
-                        "NoDrift",
+                        Reason::NoDrift.as_str(),
                         "the last plan shows no change",
                         &now,
                         generation,
@@ -456,7 +438,7 @@ pub async fn run_workspace(
                 {
                     await_approval(&mut st, name, &now, generation);
                 }
-                ("Succeeded", None, None)
+                (RunPhase::Succeeded, None, None)
             }
             Operation::Plan => {
                 if ended.has_changes {
@@ -467,14 +449,14 @@ pub async fn run_workspace(
                         &mut st,
                         READY,
                         true,
-                        "Succeeded",
+                        Reason::Succeeded.as_str(),
                         "the plan shows no change",
                         &now,
                         generation,
                     );
                     set(&mut st, AWAITING_APPROVAL, false, "", "", &now, generation);
                 }
-                ("Succeeded", None, None)
+                (RunPhase::Succeeded, None, None)
             }
             _ => {
                 st.inputs_hash = inputs_hash.clone();
@@ -484,22 +466,30 @@ pub async fn run_workspace(
                     &mut st,
                     READY,
                     true,
-                    "Succeeded",
+                    Reason::Succeeded.as_str(),
                     "the last apply succeeded",
                     &now,
                     generation,
                 );
                 set(&mut st, FAILED, false, "", "", &now, generation);
-                set(&mut st, DRIFTED, false, "Applied", "", &now, generation);
+                set(
+                    &mut st,
+                    DRIFTED,
+                    false,
+                    Reason::Applied.as_str(),
+                    "",
+                    &now,
+                    generation,
+                );
                 set(&mut st, AWAITING_APPROVAL, false, "", "", &now, generation);
-                ("Succeeded", Some(ApplyResult::Succeeded), None)
+                (RunPhase::Succeeded, Some(ApplyResult::Succeeded), None)
             }
         },
         RunResult::NeedsReview(m) => {
             // Actions the platform does not know: applied only once a person approved them.
             await_approval(&mut st, name, &now, generation);
             let m = format!("the plan awaits a review of actions the platform does not know: {m}");
-            ("Succeeded", None, Some(m))
+            (RunPhase::Succeeded, None, Some(m))
         }
         RunResult::Rejected(m) => {
             // The approved plan no longer matches reality: it is quarantined, the new plan
@@ -516,7 +506,7 @@ pub async fn run_workspace(
                 &mut st,
                 AWAITING_APPROVAL,
                 true,
-                "PlanChangedSinceApproval",
+                Reason::PlanChangedSinceApproval.as_str(),
                 &format!("{m}; approve the new plan: sng approve workspace {name} {new_id}"),
                 &now,
                 generation,
@@ -525,42 +515,58 @@ pub async fn run_workspace(
                 &mut st,
                 READY,
                 false,
-                "PlanChangedSinceApproval",
+                Reason::PlanChangedSinceApproval.as_str(),
                 m,
                 &now,
                 generation,
             );
-            ("Rejected", Some(ApplyResult::Rejected), Some(m.clone()))
+            (
+                RunPhase::Rejected,
+                Some(ApplyResult::Rejected),
+                Some(m.clone()),
+            )
         }
         RunResult::Interrupted(m) if cut_by_stop => {
             st.observed_generation = ws.status.as_ref().and_then(|s| s.observed_generation);
-            set(&mut st, READY, false, "Interrupted", m, &now, generation);
+            set(
+                &mut st,
+                READY,
+                false,
+                Reason::Interrupted.as_str(),
+                m,
+                &now,
+                generation,
+            );
             set(&mut st, AWAITING_APPROVAL, false, "", "", &now, generation);
-            record.reason = Some("Stopped".into());
+            record.reason = Some(Reason::Stopped);
             (
-                "Interrupted",
+                RunPhase::Interrupted,
                 Some(ApplyResult::Interrupted),
                 Some(m.clone()),
             )
         }
         other => {
             let (phase, result, m) = match other {
-                RunResult::StateLocked(m) => ("StateLocked", ApplyResult::StateLocked, m.clone()),
-                RunResult::Interrupted(m) => ("Interrupted", ApplyResult::Interrupted, m.clone()),
-                RunResult::Failed(m) => ("Failed", ApplyResult::Failed, m.clone()),
-                RunResult::PolicyDenied(m) => ("Failed", ApplyResult::Failed, m.clone()),
+                RunResult::StateLocked(m) => {
+                    (RunPhase::StateLocked, ApplyResult::StateLocked, m.clone())
+                }
+                RunResult::Interrupted(m) => {
+                    (RunPhase::Interrupted, ApplyResult::Interrupted, m.clone())
+                }
+                RunResult::Failed(m) => (RunPhase::Failed, ApplyResult::Failed, m.clone()),
+                RunResult::PolicyDenied(m) => (RunPhase::Failed, ApplyResult::Failed, m.clone()),
                 _ => unreachable!("handled above"),
             };
             let reason = match other {
-                RunResult::StateLocked(_) => "StateLocked".to_string(),
-                RunResult::Interrupted(_) => "Interrupted".to_string(),
-                RunResult::PolicyDenied(_) => "PolicyDenied".to_string(),
-                _ => ended.reason.clone().unwrap_or_else(|| "RunFailed".into()),
+                RunResult::StateLocked(_) => Reason::StateLocked,
+                RunResult::Interrupted(_) => Reason::Interrupted,
+                RunResult::PolicyDenied(_) => Reason::PolicyDenied,
+                _ => ended.reason.clone().unwrap_or(Reason::RunFailed),
             };
             record.reason = Some(reason.clone());
             st.consecutive_failures = Some(st.consecutive_failures.unwrap_or(0) + 1);
-            set(&mut st, READY, false, &reason, &m, &now, generation);
-            set(&mut st, FAILED, true, &reason, &m, &now, generation);
+            set(&mut st, READY, false, reason.as_str(), &m, &now, generation);
+            set(&mut st, FAILED, true, reason.as_str(), &m, &now, generation);
             // No plan awaits approval after a failed or cut run: the next run re-plans.
             set(&mut st, AWAITING_APPROVAL, false, "", "", &now, generation);
             if matches!(other, RunResult::StateLocked(_)) {
@@ -604,8 +610,7 @@ pub async fn run_workspace(
         }
     }
     write_status(&p.store, tenant, name, &st);
-    record.phase = phase.into();
-    record.result = Some(phase.into());
+    record.end(phase);
     record.message = message;
     record.finished_at = Some(now);
     record.planned_with_defaults = ended.planned_with_defaults;
@@ -624,7 +629,7 @@ pub async fn run_workspace(
             (chrono::Utc::now() - t.with_timezone(&chrono::Utc)).num_milliseconds() as f64 / 1000.0
         })
         .unwrap_or(0.0);
-    p.stats.run_ended(phase, elapsed);
+    p.stats.run_ended(phase.as_str(), elapsed);
     let data = json!({"result": phase, "reason": record.reason, "message": record.message, "planId": st.last_plan.as_ref().map(|p| p.id.clone())});
     let events: &[&str] = match (&ended.result, ended.operation) {
         (RunResult::Succeeded, Operation::Plan) if ended.planned_with_defaults => {
@@ -649,7 +654,7 @@ pub async fn run_workspace(
     for e in events {
         emit(&p.store, &record, e, data.clone());
     }
-    tracing::info!(run = %run_id, tenant, workspace = name, result = phase, "run ended");
+    tracing::info!(run = %run_id, tenant, workspace = name, result = %phase, "run ended");
 }
 
 /// The workspace was deleted (Orphan) while its run ran: the run ends in a terminal phase with
@@ -668,14 +673,13 @@ fn ended_without_workspace(
         }
     }
     let phase = match result {
-        RunResult::Succeeded => "Succeeded",
-        RunResult::Interrupted(_) => "Interrupted",
-        _ => "Failed",
+        RunResult::Succeeded => RunPhase::Succeeded,
+        RunResult::Interrupted(_) => RunPhase::Interrupted,
+        _ => RunPhase::Failed,
     };
     let message = "the workspace was deleted while the run ran: its state and outputs are removed, the infrastructure stays";
-    record.phase = phase.into();
-    record.result = Some(phase.into());
-    record.reason = Some("WorkspaceDeleted".into());
+    record.end(phase);
+    record.reason = Some(Reason::WorkspaceDeleted);
     record.message = Some(message.into());
     record.finished_at = Some(now.to_string());
     record.decisions.push(sng_store::Decision {
@@ -685,7 +689,7 @@ fn ended_without_workspace(
         ..Default::default()
     });
     let _ = p.store.run_put(record);
-    p.stats.run_ended(phase, 0.0);
+    p.stats.run_ended(phase.as_str(), 0.0);
     let event = match result {
         RunResult::Succeeded => "run.completed",
         RunResult::Interrupted(_) => "run.interrupted",
@@ -693,7 +697,7 @@ fn ended_without_workspace(
     };
     let data = json!({"result": phase, "reason": record.reason, "message": record.message});
     emit(&p.store, record, event, data);
-    tracing::info!(run = %record.id, tenant, workspace = name, result = phase, "run ended: workspace deleted");
+    tracing::info!(run = %record.id, tenant, workspace = name, result = %phase, "run ended: workspace deleted");
 }
 
 fn jitter_of(seed: &str) -> f64 {
@@ -708,12 +712,20 @@ fn awaiting(st: &mut WorkspaceStatus, msg: &str, now: &str, generation: i64) {
         st,
         AWAITING_APPROVAL,
         true,
-        "AwaitingApproval",
+        Reason::AwaitingApproval.as_str(),
         msg,
         now,
         generation,
     );
-    set(st, READY, false, "AwaitingApproval", msg, now, generation);
+    set(
+        st,
+        READY,
+        false,
+        Reason::AwaitingApproval.as_str(),
+        msg,
+        now,
+        generation,
+    );
 }
 
 fn await_approval(st: &mut WorkspaceStatus, name: &str, now: &str, generation: i64) {
@@ -779,9 +791,9 @@ async fn run_inner(
         interrupted_step: None,
         held: false,
     };
-    let fail = |mut e: Ended, reason: &str, m: String| {
+    let fail = |mut e: Ended, reason: Reason, m: String| {
         e.result = RunResult::Failed(m);
-        e.reason = Some(reason.to_string());
+        e.reason = Some(reason);
         e
     };
     let store = p.store.clone();
@@ -790,16 +802,16 @@ async fn run_inner(
         Ok(Ok(i)) => i,
         Ok(Err(e)) => {
             let reason = match e {
-                InputError::SecretNotFound(_) => "SecretNotFound",
+                InputError::SecretNotFound(_) => Reason::SecretNotFound,
                 InputError::ParentOutputMissing { .. } | InputError::ParentOutputsNotOwned(_) => {
-                    "DependencyNotReady"
+                    Reason::DependencyNotReady
                 }
-                InputError::ProviderNotFound(_) => "ProviderNotFound",
-                InputError::Other(_) => "RunFailed",
+                InputError::ProviderNotFound(_) => Reason::ProviderNotFound,
+                InputError::Other(_) => Reason::RunFailed,
             };
             return fail(ended, reason, e.to_string());
         }
-        Err(e) => return fail(ended, "RunFailed", format!("internal error: {e}")),
+        Err(e) => return fail(ended, Reason::RunFailed, format!("internal error: {e}")),
     };
     record.inputs_hash = Some(inputs_hash(ws, &inputs));
     record.inputs = super::facts::inputs_digest(ws, &inputs);
@@ -818,27 +830,26 @@ async fn run_inner(
     let m = &ws.spec.module;
     let pinned = match pin_module(p, ws, &inputs).await {
         Ok(pinned) => pinned,
-        Err(e) => return fail(ended, "ModuleUnavailable", e),
+        Err(e) => return fail(ended, Reason::ModuleUnavailable, e),
     };
     let digest = pinned.digest.clone();
     record.module_digest = Some(digest.clone());
     let _ = p.store.run_put(record);
     let module_dir = match fetch_module(p, ws, &pinned).await {
         Ok(d) => d,
-        Err(e) => return fail(ended, "ModuleUnavailable", e),
+        Err(e) => return fail(ended, Reason::ModuleUnavailable, e),
     };
     if let Err((reason, message)) = super::checks::check_module(&module_dir, ws, &inputs) {
-        return fail(ended, &reason, message);
+        return fail(ended, reason, message);
     }
+    // Defaults standing in for parents' outputs: a plan only.
     let runner_op = match operation {
-        Operation::Plan => sng_runner::Operation::Plan,
-        Operation::Destroy => sng_runner::Operation::Destroy,
         Operation::Apply | Operation::ApplyApproved if ended.planned_with_defaults => {
-            sng_runner::Operation::Plan
+            Operation::Plan
         }
-        Operation::Apply | Operation::ApplyApproved => sng_runner::Operation::Apply,
+        op => op,
     };
-    if runner_op == sng_runner::Operation::Plan {
+    if runner_op == Operation::Plan {
         ended.operation = Operation::Plan;
     }
     let state = match state_backend(p, tenant, ws, run_id) {
@@ -862,7 +873,7 @@ async fn run_inner(
     let input_secrets = secrets.clone();
     let header = format!(
         "sng: run {run_id} of {tenant}/{name}, operation {}, trigger {} ({}), correlation id {}, module {}@{digest}",
-        op_name(operation),
+        operation,
         record.trigger,
         record.caused_by.clone().unwrap_or_default(),
         record.correlation_id,
@@ -939,7 +950,7 @@ async fn run_inner(
                 &mut live,
                 APPLYING,
                 true,
-                "Applying",
+                Reason::Applying.as_str(),
                 "the run is applying the saved plan",
                 &now,
                 generation,
@@ -1006,14 +1017,14 @@ async fn run_inner(
                     return fail(
                         ended,
                         if conflict {
-                            super::record::OUTPUTS_SECRET_CONFLICT
+                            Reason::OutputsSecretConflict
                         } else {
-                            "RunFailed"
+                            Reason::RunFailed
                         },
                         format!("cannot publish the outputs: {e}"),
                     );
                 }
-                Err(e) => return fail(ended, "RunFailed", format!("internal error: {e}")),
+                Err(e) => return fail(ended, Reason::RunFailed, format!("internal error: {e}")),
             }
         }
     }
