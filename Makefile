@@ -1,7 +1,7 @@
 # sng — two commands on a fresh machine: `make demo` and `make test`.
 CARGO ?= cargo
 
-.PHONY: all build demo test setup lint bench bench-scale bench
+.PHONY: all build demo test setup lint bench bench-scale bench-pass
 
 all: build
 
@@ -28,6 +28,10 @@ lint:
 ## bench: sng versus the bare engine, side by side (see BENCHMARKS.md).
 bench: build
 	bench/run-overhead.sh
+
+## bench-pass: one reconcile pass over 10,000 idle workspaces, cold (inputs gathered) and warm.
+bench-pass:
+	cargo bench -p sng-server --bench reconcile_pass
 
 ## bench-scale: the reconciler at scale (1,000 Ready workspaces restarted, a burst of 200).
 bench-scale: build
