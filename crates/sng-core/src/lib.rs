@@ -8,5 +8,6 @@ pub mod decide;
 pub mod jobs;
 pub mod mask;
 pub mod plan;
+pub mod ports;
 pub mod redact;
 pub mod state;

@@ -335,3 +335,49 @@ fn lease_lost(job: &Job, epoch: i64) -> StoreError {
         job.epoch
     ))
 }
+
+impl sng_core::ports::JobQueue for Store {
+    type Error = StoreError;
+
+    fn enqueue(&self, run: &RunRecord, spec: &serde_json::Value) -> Result<Job> {
+        self.job_enqueue(run, spec)
+    }
+
+    fn claim(
+        &self,
+        agent: &str,
+        tenants: Option<&[String]>,
+        now_ms: i64,
+        lease_ms: i64,
+    ) -> Result<Option<Claim>> {
+        self.job_claim(agent, tenants, now_ms, lease_ms)
+    }
+
+    fn heartbeat(&self, id: &str, epoch: i64, now_ms: i64, lease_ms: i64) -> Result<Beat> {
+        self.job_heartbeat(id, epoch, now_ms, lease_ms)
+    }
+
+    fn record(&self, id: &str, epoch: i64, run: &RunRecord) -> Result<()> {
+        self.job_record(id, epoch, run)
+    }
+
+    fn finish(&self, id: &str, epoch: i64, run: &RunRecord) -> Result<()> {
+        self.job_finish(id, epoch, run)
+    }
+
+    fn cancel(&self, tenant: &str, workspace: &str, by: &str, message: &str) -> Result<Cancelled> {
+        self.job_cancel(tenant, workspace, by, message)
+    }
+
+    fn expire(&self, now_ms: i64, message: &str) -> Result<Vec<Expired>> {
+        self.job_expire(now_ms, message)
+    }
+
+    fn open_job(&self, tenant: &str, workspace: &str) -> Result<Option<Job>> {
+        self.job_open(tenant, workspace)
+    }
+
+    fn job(&self, id: &str) -> Result<Option<Job>> {
+        self.job_get(id)
+    }
+}
