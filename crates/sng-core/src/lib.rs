@@ -6,6 +6,7 @@ pub mod conditions;
 pub mod dag;
 pub mod decide;
 pub mod jobs;
+pub mod lifecycle;
 pub mod mask;
 pub mod plan;
 pub mod ports;

@@ -2,14 +2,14 @@
 //! pinned by digest, module checks, run token, engine run, outputs secret, status, run record.
 
 use serde_json::json;
-use sng_api::conditions::{APPLYING, AWAITING_APPROVAL, DRIFTED, FAILED, PLANNING, READY};
+use sng_api::conditions::{APPLYING, AWAITING_APPROVAL, PLANNING, READY};
 use sng_api::run::{Operation, Reason, RunPhase, Trigger};
 use sng_api::workspace::{
     ApplyResult, ApplySummary, LockStatus, PlanSummary, Workspace, WorkspaceStatus,
 };
 use sng_api::{Kind, Object};
-use sng_core::conditions::{is_true, set};
-use sng_core::decide::next_refresh;
+use sng_core::conditions::set;
+use sng_core::lifecycle;
 use sng_runner::{RunInput, RunResult};
 use sng_store::{now_rfc3339, RunRecord, Store};
 use tokio_util::sync::CancellationToken;
@@ -166,9 +166,6 @@ fn plan_id(run_id: &str, hash: &str) -> String {
     let h = hex::encode(sha2::Sha256::digest(format!("{run_id}:{hash}").as_bytes()));
     format!("plan-{}", &h[..16])
 }
-
-/// The phase a run ends in, its result for `status.lastApply` (an apply's), and its message.
-type Concluded = (RunPhase, Option<ApplyResult>, Option<String>);
 
 /// How the run ended, for the status.
 struct Ended {
@@ -369,244 +366,61 @@ pub async fn run_workspace(
         tracing::info!(run = %run_id, tenant, workspace = name, "destroyed and deleted");
         return;
     }
-    st.active_job = None;
-    st.last_run_job = Some(run_id.clone());
-    st.last_run_at = Some(now.clone());
-    st.observed_generation = Some(generation);
-    set(&mut st, PLANNING, false, "", "", &now, generation);
-    set(&mut st, APPLYING, false, "", "", &now, generation);
-    let inputs_hash = record.inputs_hash.clone();
-    let plan_msg = |st: &WorkspaceStatus| {
-        st.last_plan
-            .as_ref()
-            .map(|pl| {
-                let mut m = format!("+{} ~{} -{} <{}", pl.add, pl.change, pl.destroy, pl.import);
-                if let Some(n) = pl.forget {
-                    m.push_str(&format!(" forget {n}"));
-                }
-                if let Some(n) = pl.moved {
-                    m.push_str(&format!(" move {n}"));
-                }
-                m
-            })
-            .unwrap_or_default()
-    };
-    let (phase, apply_result, message): Concluded = match &ended.result {
-        RunResult::Succeeded => match ended.operation {
-            Operation::Plan if ended.planned_with_defaults => {
-                let m = "planned with default values; waiting for the parents to publish their outputs before any apply".to_string();
-                set(
-                    &mut st,
-                    READY,
-                    false,
-                    Reason::DependencyNotReady.as_str(),
-                    &m,
-                    &now,
-                    generation,
-                );
-                (RunPhase::Succeeded, None, Some(m))
-            }
-            Operation::Plan if trigger == Trigger::Refresh => {
-                let counts = plan_msg(&st);
-                if ended.has_changes {
-                    set(
-                        &mut st,
-                        DRIFTED,
-                        true,
-                        Reason::DriftDetected.as_str(),
-                        &format!("the last plan shows unapplied changes ({counts})"),
-                        &now,
-                        generation,
-                    );
-                } else {
-                    set(
-                        &mut st,
-                        DRIFTED,
-                        false,
-                        Reason::NoDrift.as_str(),
-                        "the last plan shows no change",
-                        &now,
-                        generation,
-                    );
-                }
-                if ended.has_changes
-                    && current
-                        .spec
-                        .refresh
-                        .as_ref()
-                        .is_some_and(|r| r.mode == Some(sng_api::workspace::RunMode::Apply))
-                {
-                    await_approval(&mut st, name, &now, generation);
-                }
-                (RunPhase::Succeeded, None, None)
-            }
-            Operation::Plan => {
-                if ended.has_changes {
-                    await_approval(&mut st, name, &now, generation);
-                } else {
-                    st.inputs_hash = inputs_hash.clone();
-                    set(
-                        &mut st,
-                        READY,
-                        true,
-                        Reason::Succeeded.as_str(),
-                        "the plan shows no change",
-                        &now,
-                        generation,
-                    );
-                    set(&mut st, AWAITING_APPROVAL, false, "", "", &now, generation);
-                }
-                (RunPhase::Succeeded, None, None)
-            }
-            _ => {
-                st.inputs_hash = inputs_hash.clone();
-                st.consecutive_failures = Some(0);
-                st.lock = None;
-                set(
-                    &mut st,
-                    READY,
-                    true,
-                    Reason::Succeeded.as_str(),
-                    "the last apply succeeded",
-                    &now,
-                    generation,
-                );
-                set(&mut st, FAILED, false, "", "", &now, generation);
-                set(
-                    &mut st,
-                    DRIFTED,
-                    false,
-                    Reason::Applied.as_str(),
-                    "",
-                    &now,
-                    generation,
-                );
-                set(&mut st, AWAITING_APPROVAL, false, "", "", &now, generation);
-                (RunPhase::Succeeded, Some(ApplyResult::Succeeded), None)
-            }
+    // The current lock holder, shown on a StateLocked end.
+    let lock = match &ended.result {
+        RunResult::StateLocked(_) => match p.store.state_lock_info(tenant, name) {
+            Ok(Some(lock)) => Some(LockStatus {
+                id: lock.id,
+                who: lock.who,
+            }),
+            _ => record
+                .lock_holder
+                .clone()
+                .map(|(id, who)| LockStatus { id, who }),
         },
-        RunResult::NeedsReview(m) => {
-            // Actions the platform does not know: applied only once a person approved them.
-            await_approval(&mut st, name, &now, generation);
-            let m = format!("the plan awaits a review of actions the platform does not know: {m}");
-            (RunPhase::Succeeded, None, Some(m))
-        }
-        RunResult::Rejected(m) => {
-            // The approved plan no longer matches reality: it is quarantined, the new plan
-            // awaits approval.
+        _ => None,
+    };
+    let refresh = current.spec.refresh.as_ref().and_then(|r| {
+        let interval = sng_api::units::parse_go_duration(&r.interval)?.as_secs() as i64;
+        Some((interval, r.mode == Some(sng_api::workspace::RunMode::Apply)))
+    });
+    let cx = lifecycle::Context {
+        tenant,
+        name,
+        run_id: &run_id,
+        generation,
+        now: &now,
+        now_unix: chrono::Utc::now().timestamp(),
+        inputs_hash: record.inputs_hash.clone(),
+        observed_before: ws.status.as_ref().and_then(|s| s.observed_generation),
+        refresh,
+        lock,
+    };
+    let end = lifecycle::Ended {
+        outcome: outcome_of(&ended.result),
+        operation: ended.operation,
+        trigger,
+        reason: ended.reason.clone(),
+        planned_with_defaults: ended.planned_with_defaults,
+        has_changes: ended.has_changes,
+        held: ended.held,
+        cut_by_stop,
+    };
+    let concluded = lifecycle::conclude(st, &end, &cx);
+    let st = concluded.status;
+    let phase = concluded.phase;
+    let message = concluded.message;
+    if let Some(reason) = concluded.reason {
+        record.reason = Some(reason);
+    }
+    if concluded.rejected_approval {
+        if let (Some((plan, by, _)), RunResult::Rejected(m)) = (&approval, &ended.result) {
             let new_id = st
                 .last_plan
                 .as_ref()
                 .map(|p| p.id.clone())
                 .unwrap_or_default();
-            if let Some((plan, by, _)) = &approval {
-                super::decisions::rejected(&p.store, &record, (plan, by), m, &new_id);
-            }
-            set(
-                &mut st,
-                AWAITING_APPROVAL,
-                true,
-                Reason::PlanChangedSinceApproval.as_str(),
-                &format!("{m}; approve the new plan: sng approve workspace {name} {new_id}"),
-                &now,
-                generation,
-            );
-            set(
-                &mut st,
-                READY,
-                false,
-                Reason::PlanChangedSinceApproval.as_str(),
-                m,
-                &now,
-                generation,
-            );
-            (
-                RunPhase::Rejected,
-                Some(ApplyResult::Rejected),
-                Some(m.clone()),
-            )
-        }
-        RunResult::Interrupted(m) if cut_by_stop => {
-            st.observed_generation = ws.status.as_ref().and_then(|s| s.observed_generation);
-            set(
-                &mut st,
-                READY,
-                false,
-                Reason::Interrupted.as_str(),
-                m,
-                &now,
-                generation,
-            );
-            set(&mut st, AWAITING_APPROVAL, false, "", "", &now, generation);
-            record.reason = Some(Reason::Stopped);
-            (
-                RunPhase::Interrupted,
-                Some(ApplyResult::Interrupted),
-                Some(m.clone()),
-            )
-        }
-        other => {
-            let (phase, result, m) = match other {
-                RunResult::StateLocked(m) => {
-                    (RunPhase::StateLocked, ApplyResult::StateLocked, m.clone())
-                }
-                RunResult::Interrupted(m) => {
-                    (RunPhase::Interrupted, ApplyResult::Interrupted, m.clone())
-                }
-                RunResult::Failed(m) => (RunPhase::Failed, ApplyResult::Failed, m.clone()),
-                RunResult::PolicyDenied(m) => (RunPhase::Failed, ApplyResult::Failed, m.clone()),
-                _ => unreachable!("handled above"),
-            };
-            let reason = match other {
-                RunResult::StateLocked(_) => Reason::StateLocked,
-                RunResult::Interrupted(_) => Reason::Interrupted,
-                RunResult::PolicyDenied(_) => Reason::PolicyDenied,
-                _ => ended.reason.clone().unwrap_or(Reason::RunFailed),
-            };
-            record.reason = Some(reason.clone());
-            st.consecutive_failures = Some(st.consecutive_failures.unwrap_or(0) + 1);
-            set(&mut st, READY, false, reason.as_str(), &m, &now, generation);
-            set(&mut st, FAILED, true, reason.as_str(), &m, &now, generation);
-            // No plan awaits approval after a failed or cut run: the next run re-plans.
-            set(&mut st, AWAITING_APPROVAL, false, "", "", &now, generation);
-            if matches!(other, RunResult::StateLocked(_)) {
-                st.lock = match p.store.state_lock_info(tenant, name) {
-                    Ok(Some(lock)) => Some(LockStatus {
-                        id: lock.id,
-                        who: lock.who,
-                    }),
-                    _ => record
-                        .lock_holder
-                        .clone()
-                        .map(|(id, who)| LockStatus { id, who }),
-                };
-            }
-            (phase, Some(result), Some(m))
-        }
-    };
-    let message = if ended.held && ended.result == RunResult::Succeeded {
-        Some(held_for_confirmation(
-            &mut st, tenant, name, &now, generation,
-        ))
-    } else {
-        message
-    };
-    if let Some(result) = apply_result {
-        st.last_apply = Some(ApplySummary {
-            at: now.clone(),
-            result,
-            message: message.clone(),
-        });
-    }
-    if let Some(r) = &current.spec.refresh {
-        if let Some(interval) = sng_api::units::parse_go_duration(&r.interval) {
-            let at = next_refresh(
-                chrono::Utc::now().timestamp(),
-                interval.as_secs() as i64,
-                jitter_of(&run_id),
-            );
-            st.next_run_at = chrono::DateTime::from_timestamp(at, 0)
-                .map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true));
+            super::decisions::rejected(&p.store, &record, (plan, by), m, &new_id);
         }
     }
     write_status(&p.store, tenant, name, &st);
@@ -631,26 +445,7 @@ pub async fn run_workspace(
         .unwrap_or(0.0);
     p.stats.run_ended(phase.as_str(), elapsed);
     let data = json!({"result": phase, "reason": record.reason, "message": record.message, "planId": st.last_plan.as_ref().map(|p| p.id.clone())});
-    let events: &[&str] = match (&ended.result, ended.operation) {
-        (RunResult::Succeeded, Operation::Plan) if ended.planned_with_defaults => {
-            &["run.completed"]
-        }
-        (RunResult::Succeeded, Operation::Plan)
-            if trigger == Trigger::Refresh && ended.has_changes =>
-        {
-            &["run.completed", "workspace.drifted"]
-        }
-        (RunResult::Succeeded, Operation::Plan)
-            if ended.has_changes && is_true(&st, AWAITING_APPROVAL) =>
-        {
-            &["run.awaiting_approval"]
-        }
-        (RunResult::NeedsReview(_), _) => &["run.awaiting_approval"],
-        (RunResult::Succeeded, _) => &["run.completed", "workspace.ready"],
-        (RunResult::Rejected(_), _) => &["run.rejected", "run.awaiting_approval"],
-        (RunResult::Interrupted(_), _) => &["run.interrupted"],
-        _ => &["run.errored", "workspace.failed"],
-    };
+    let events = concluded.events;
     for e in events {
         emit(&p.store, &record, e, data.clone());
     }
@@ -700,74 +495,18 @@ fn ended_without_workspace(
     tracing::info!(run = %record.id, tenant, workspace = name, result = %phase, "run ended: workspace deleted");
 }
 
-fn jitter_of(seed: &str) -> f64 {
-    use sha2::Digest as _;
-    let d = sha2::Sha256::digest(seed.as_bytes());
-    u32::from_le_bytes([d[0], d[1], d[2], d[3]]) as f64 / (u32::MAX as f64 + 1.0)
-}
-
-/// AwaitingApproval True and Ready False, both with `msg`.
-fn awaiting(st: &mut WorkspaceStatus, msg: &str, now: &str, generation: i64) {
-    set(
-        st,
-        AWAITING_APPROVAL,
-        true,
-        Reason::AwaitingApproval.as_str(),
-        msg,
-        now,
-        generation,
-    );
-    set(
-        st,
-        READY,
-        false,
-        Reason::AwaitingApproval.as_str(),
-        msg,
-        now,
-        generation,
-    );
-}
-
-fn await_approval(st: &mut WorkspaceStatus, name: &str, now: &str, generation: i64) {
-    let id = st
-        .last_plan
-        .as_ref()
-        .map(|p| p.id.clone())
-        .unwrap_or_default();
-    let unknown = st
-        .last_plan
-        .as_ref()
-        .map(|p| p.unknown_actions.clone())
-        .unwrap_or_default();
-    let msg = if unknown.is_empty() {
-        format!("plan {id} awaits approval: sng approve workspace {name} {id}")
-    } else {
-        format!(
-            "plan {id} holds actions the platform does not know ({}); it awaits a review: sng approve workspace {name} {id}",
-            unknown.join(", ")
-        )
-    };
-    awaiting(st, &msg, now, generation);
-}
-
-/// A production destroy/replace awaits an approval with the workspace name re-typed, whatever
-/// `approval` says: the awaiting plan and the command, in the conditions; the message.
-fn held_for_confirmation(
-    st: &mut WorkspaceStatus,
-    tenant: &str,
-    name: &str,
-    now: &str,
-    generation: i64,
-) -> String {
-    let (id, destroy) = st
-        .last_plan
-        .as_ref()
-        .map_or((String::new(), 0), |p| (p.id.clone(), p.destroy));
-    let msg = format!(
-        "plan {id} destroys or replaces {destroy} resource(s) on production tenant `{tenant}`: a production destroy/replace needs an approval with the re-typed name, whatever `approval` says: sng approve workspace {name} {id} --confirm {name}"
-    );
-    awaiting(st, &msg, now, generation);
-    msg
+/// The runner's result in the words of the lifecycle.
+fn outcome_of(r: &RunResult) -> lifecycle::Outcome {
+    use lifecycle::Outcome as O;
+    match r {
+        RunResult::Succeeded => O::Succeeded,
+        RunResult::Failed(m) => O::Failed(m.clone()),
+        RunResult::Interrupted(m) => O::Interrupted(m.clone()),
+        RunResult::StateLocked(m) => O::StateLocked(m.clone()),
+        RunResult::Rejected(m) => O::Rejected(m.clone()),
+        RunResult::PolicyDenied(m) => O::PolicyDenied(m.clone()),
+        RunResult::NeedsReview(m) => O::NeedsReview(m.clone()),
+    }
 }
 
 #[allow(clippy::too_many_arguments)]
