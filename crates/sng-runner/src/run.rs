@@ -176,25 +176,8 @@ pub struct PlanResult {
     pub unknown: Vec<String>,
 }
 
-/// How the run ended.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum RunResult {
-    /// Everything asked was done.
-    Succeeded,
-    /// A step failed; masked message.
-    Failed(String),
-    /// Stopped cleanly by a cancel or the deadline.
-    Interrupted(String),
-    /// The state lock is held by someone else.
-    StateLocked(String),
-    /// The plan of the current reality differs from the approved one: nothing was applied.
-    Rejected(String),
-    /// A mandatory policy denied the plan: nothing was applied.
-    PolicyDenied(String),
-    /// The plan holds actions the platform does not know (named): nothing was applied; the
-    /// plan awaits approval.
-    NeedsReview(String),
-}
+/// How the run ended: the lifecycle's outcome (the platform concludes from it).
+pub use sng_core::lifecycle::Outcome as RunResult;
 
 /// Result of a run.
 #[derive(Debug, Clone)]

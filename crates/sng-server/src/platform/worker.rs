@@ -397,7 +397,7 @@ pub async fn run_workspace(
         lock,
     };
     let end = lifecycle::Ended {
-        outcome: outcome_of(&ended.result),
+        outcome: ended.result.clone(),
         operation: ended.operation,
         trigger,
         reason: ended.reason.clone(),
@@ -493,20 +493,6 @@ fn ended_without_workspace(
     let data = json!({"result": phase, "reason": record.reason, "message": record.message});
     emit(&p.store, record, event, data);
     tracing::info!(run = %record.id, tenant, workspace = name, result = %phase, "run ended: workspace deleted");
-}
-
-/// The runner's result in the words of the lifecycle.
-fn outcome_of(r: &RunResult) -> lifecycle::Outcome {
-    use lifecycle::Outcome as O;
-    match r {
-        RunResult::Succeeded => O::Succeeded,
-        RunResult::Failed(m) => O::Failed(m.clone()),
-        RunResult::Interrupted(m) => O::Interrupted(m.clone()),
-        RunResult::StateLocked(m) => O::StateLocked(m.clone()),
-        RunResult::Rejected(m) => O::Rejected(m.clone()),
-        RunResult::PolicyDenied(m) => O::PolicyDenied(m.clone()),
-        RunResult::NeedsReview(m) => O::NeedsReview(m.clone()),
-    }
 }
 
 #[allow(clippy::too_many_arguments)]
