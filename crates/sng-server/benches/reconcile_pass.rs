@@ -8,43 +8,14 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
-use sng_server::platform::Platform;
 use sng_store::{sealed_values_opened, Store};
+
+#[path = "../tests/support/platform.rs"]
+mod support;
+use support::platform;
 
 fn doc(v: Value) -> sng_api::Object {
     sng_api::decode(&v, 1).unwrap()
-}
-
-fn platform(store: Arc<Store>, dir: &std::path::Path) -> Platform {
-    let oci = sng_oci::Client::new(sng_oci::ClientConfig {
-        insecure_registries: vec![],
-        cache_dir: dir.join("cache"),
-        limits: sng_oci::Limits::default(),
-    })
-    .unwrap();
-    let runner = sng_runner::RunConfig {
-        engine: sng_runner::Engine {
-            path: "/bin/false".into(),
-            version: "1.15.5".into(),
-        },
-        runs_dir: dir.join("runs"),
-        plugin_cache: dir.join("plugins"),
-        provider_mirror: None,
-        sandbox: sng_runner::Sandbox::detect(),
-        timeout: Duration::from_secs(60),
-        grace: Duration::from_secs(1),
-        engine_log: None,
-        keep_run_dirs: false,
-        init_cache: None,
-    };
-    Platform::new(
-        store,
-        oci,
-        runner,
-        "http://127.0.0.1:1".into(),
-        dir.join("logs"),
-        1,
-    )
 }
 
 fn median(mut v: Vec<Duration>) -> Duration {

@@ -227,27 +227,18 @@ impl Store {
         limit: usize,
         before: Option<i64>,
     ) -> Result<(Vec<AuditEntry>, Option<i64>)> {
-        if limit == 0 {
-            return Err(StoreError::Invalid("limit must be at least 1".into()));
-        }
-        let fetch = i64::try_from(limit).unwrap_or(i64::MAX).saturating_add(1);
+        let fetch = crate::paging::fetch_for(limit)?;
         let conn = self.conn();
         let mut stmt = conn.prepare_cached(
             "SELECT seq, entry FROM audit WHERE tenant = ?1 AND (?2 IS NULL OR workspace = ?2)
                AND (?3 IS NULL OR seq < ?3) ORDER BY seq DESC LIMIT ?4",
         )?;
-        let mut rows = stmt
+        let rows = stmt
             .query_map(params![tenant, workspace, before, fetch], |r| {
                 Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?))
             })?
             .collect::<rusqlite::Result<Vec<_>>>()?;
-        let more = rows.len() > limit;
-        rows.truncate(limit);
-        let next = if more {
-            rows.last().map(|(seq, _)| *seq)
-        } else {
-            None
-        };
+        let (rows, next) = crate::paging::cut(rows, limit);
         let entries = rows
             .iter()
             .map(|(seq, e)| {

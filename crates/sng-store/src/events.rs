@@ -764,10 +764,7 @@ impl Store {
         limit: usize,
         before: Option<i64>,
     ) -> Result<(Vec<Event>, Option<i64>)> {
-        if limit == 0 {
-            return Err(StoreError::Invalid("limit must be at least 1".into()));
-        }
-        let fetch = i64::try_from(limit).unwrap_or(i64::MAX).saturating_add(1);
+        let fetch = crate::paging::fetch_for(limit)?;
         let conn = self.conn();
         let mut stmt = conn.prepare_cached(
             "SELECT seq, body FROM events WHERE tenant = ?1
@@ -776,7 +773,7 @@ impl Store {
                AND (?6 IS NULL OR occurred_at >= ?6) AND (?7 IS NULL OR seq < ?7)
              ORDER BY seq DESC LIMIT ?8",
         )?;
-        let mut rows = stmt
+        let rows = stmt
             .query_map(
                 params![
                     tenant,
@@ -791,13 +788,7 @@ impl Store {
                 |r| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?)),
             )?
             .collect::<rusqlite::Result<Vec<_>>>()?;
-        let more = rows.len() > limit;
-        rows.truncate(limit);
-        let next = if more {
-            rows.last().map(|(seq, _)| *seq)
-        } else {
-            None
-        };
+        let (rows, next) = crate::paging::cut(rows, limit);
         let events = rows
             .iter()
             .map(|(_, b)| parse_event(b))

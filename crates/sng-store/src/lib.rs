@@ -13,6 +13,7 @@ mod jobs;
 mod keys;
 mod migrations;
 mod objects;
+mod paging;
 mod quarantine;
 mod runs;
 mod state;

@@ -241,26 +241,17 @@ impl Store {
         limit: usize,
         before: Option<i64>,
     ) -> Result<(Vec<QuarantineEntry>, Option<i64>)> {
-        if limit == 0 {
-            return Err(StoreError::Invalid("limit must be at least 1".into()));
-        }
-        let fetch = i64::try_from(limit).unwrap_or(i64::MAX).saturating_add(1);
+        let fetch = crate::paging::fetch_for(limit)?;
         let conn = self.conn();
         let mut stmt = conn.prepare_cached(&format!(
             "SELECT {COLUMNS} FROM quarantine WHERE tenant = ?1 AND (?2 IS NULL OR workspace = ?2)
                AND (?3 OR discarded_at IS NULL) AND (?4 IS NULL OR seq < ?4)
              ORDER BY seq DESC LIMIT ?5"
         ))?;
-        let mut rows = stmt
+        let rows = stmt
             .query_map(params![tenant, workspace, all, before, fetch], row)?
             .collect::<rusqlite::Result<Vec<_>>>()?;
-        let more = rows.len() > limit;
-        rows.truncate(limit);
-        let next = if more {
-            rows.last().map(|(seq, _)| *seq)
-        } else {
-            None
-        };
+        let (rows, next) = crate::paging::cut(rows, limit);
         Ok((rows.into_iter().map(|(_, e)| e).collect(), next))
     }
 
