@@ -185,6 +185,8 @@ impl From<Reason> for String {
 words!(
     /// Where a run is; once ended, also its result.
     RunPhase, "run phase", {
+        /// Enqueued as a job, waiting for an agent to claim it.
+        Queued => "Queued",
         /// Started, not ended.
         Running => "Running",
         /// Everything asked was done (a plan that awaits approval included).
@@ -203,7 +205,7 @@ words!(
 impl RunPhase {
     /// Whether the run ended.
     pub fn is_ended(self) -> bool {
-        self != RunPhase::Running
+        !matches!(self, RunPhase::Queued | RunPhase::Running)
     }
 }
 

@@ -20,6 +20,7 @@ where
 #[test]
 fn phases_are_spelled_as_stored() {
     let table = [
+        (RunPhase::Queued, "Queued"),
         (RunPhase::Running, "Running"),
         (RunPhase::Succeeded, "Succeeded"),
         (RunPhase::Failed, "Failed"),
@@ -30,6 +31,7 @@ fn phases_are_spelled_as_stored() {
     assert_eq!(table.len(), RunPhase::ALL.len());
     round_trips(&table);
     assert!(!RunPhase::Running.is_ended() && RunPhase::Rejected.is_ended());
+    assert!(!RunPhase::Queued.is_ended(), "a queued run has not ended");
 }
 
 #[test]
@@ -89,7 +91,7 @@ fn an_unknown_word_is_refused_by_name() {
     assert_eq!(e.value, "Sucseeded");
     assert!(e
         .to_string()
-        .starts_with("unknown run phase `Sucseeded`; expected one of: Running, "));
+        .starts_with("unknown run phase `Sucseeded`; expected one of: Queued, Running, "));
     let e = "inputs-changed".parse::<Trigger>().unwrap_err();
     assert!(e.to_string().contains("`inputs-changed`") && e.to_string().contains("inputs changed"));
     assert!("applyapproved".parse::<Operation>().is_err());

@@ -57,6 +57,21 @@ pub trait JobQueue {
     /// and run tokens released.
     fn expire(&self, now_ms: i64, message: &str) -> Result<Vec<Expired>, Self::Error>;
 
+    /// An agent starting again: close at once the leases it held in its earlier life, their
+    /// runs recorded Interrupted (reason `Stopped`), locks and run tokens released.
+    fn abandon(&self, agent: &str, now_ms: i64, message: &str)
+        -> Result<Vec<Expired>, Self::Error>;
+
+    /// Write a workspace's status for the holder of job `id` at `epoch` (refused once the
+    /// lease is gone).
+    fn write_status(&self, id: &str, epoch: i64, status: &Value) -> Result<(), Self::Error>;
+
+    /// The workspaces of a tenant that have an open job (one read per reconcile pass).
+    fn open_workspaces(
+        &self,
+        tenant: &str,
+    ) -> Result<std::collections::BTreeSet<String>, Self::Error>;
+
     /// The open job of a workspace.
     fn open_job(&self, tenant: &str, workspace: &str) -> Result<Option<Job>, Self::Error>;
 

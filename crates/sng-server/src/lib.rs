@@ -166,6 +166,10 @@ pub async fn run(config: Config) -> Result<(), ServerError> {
     let reconciler = platform
         .clone()
         .map(|p| tokio::spawn(platform::reconcile_loop(p, stop.clone())));
+    // The local agent: claims the jobs the reconciler enqueues and runs them.
+    let agent = platform
+        .clone()
+        .map(|p| tokio::spawn(platform::agent::agent_loop(p, stop.clone())));
     // Webhook delivery from the events outbox (settings: SNG_WEBHOOK_* variables).
     let delivery = tokio::spawn(events::deliver_loop(
         store.clone(),
@@ -204,6 +208,9 @@ pub async fn run(config: Config) -> Result<(), ServerError> {
     }
     if let Some(r) = reconciler {
         let _ = r.await;
+    }
+    if let Some(a) = agent {
+        let _ = a.await;
     }
     let _ = delivery.await;
     shutdown.close();

@@ -260,3 +260,55 @@ async fn a_speculative_plan_token_reads_but_never_writes_or_locks() {
         StatusCode::FORBIDDEN
     );
 }
+
+#[tokio::test]
+async fn a_run_whose_lease_expired_can_no_longer_write_its_state() {
+    let store = Store::open_in_memory().unwrap();
+    let run = sng_store::RunRecord {
+        id: "run-1".into(),
+        tenant: "default".into(),
+        workspace: "pet".into(),
+        created_at: "2026-12-01T00:00:00Z".into(),
+        ..Default::default()
+    };
+    store.job_enqueue(&run, &json!({})).unwrap();
+    store.job_claim("agent-a", None, 0, 1_000).unwrap().unwrap();
+    let token = store.run_token_create("default", "pet", "run-1").unwrap();
+    let b = Backend::new(store);
+    assert_eq!(
+        b.lock(
+            "LOCK",
+            "/state/v1/default/pet/lock",
+            &token,
+            "A",
+            "run-1@sng"
+        )
+        .await,
+        StatusCode::OK
+    );
+    let locked = "/state/v1/default/pet?ID=A";
+    assert_eq!(
+        b.post(locked, &token, state(1, "L", "a")).await,
+        StatusCode::OK
+    );
+    // Nobody renewed the lease: whoever notices closes it.
+    let expired = b.state.store.job_expire(10_000, "lost").unwrap();
+    assert_eq!(expired.len(), 1);
+    assert_eq!(
+        b.post(locked, &token, state(2, "L", "late")).await,
+        StatusCode::UNAUTHORIZED,
+        "the holder of a lost lease writes no state"
+    );
+    assert!(
+        b.state
+            .store
+            .state_lock_info("default", "pet")
+            .unwrap()
+            .is_none(),
+        "its lock is released"
+    );
+    assert_eq!(
+        b.state.store.state_serial("default", "pet").unwrap(),
+        Some(1)
+    );
+}

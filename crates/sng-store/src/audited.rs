@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use rusqlite::params;
+use rusqlite::{params, OptionalExtension as _};
 use serde_json::Value;
 use sng_api::{Kind, Object};
 
@@ -121,7 +121,18 @@ impl Store {
         let tx = conn.transaction()?;
         let (generation, status, _) = crate::approvals::workspace_row(&tx, tenant, workspace)?
             .ok_or_else(|| StoreError::not_found("Workspace", workspace))?;
-        let run = match &status.active_job {
+        // The running job's run, or the job just cancelled before it started.
+        let job: Option<String> = match &status.active_job {
+            Some(id) => Some(id.clone()),
+            None => tx
+                .query_row(
+                    "SELECT id FROM jobs WHERE tenant = ?1 AND workspace = ?2 ORDER BY seq DESC LIMIT 1",
+                    params![tenant, workspace],
+                    |r| r.get(0),
+                )
+                .optional()?,
+        };
+        let run = match &job {
             Some(id) => run_in(&tx, tenant, id)?,
             None => None,
         };

@@ -53,21 +53,9 @@ fn job_where(
     .transpose()
 }
 
-/// Write a run record inside a transaction (the row of `runs`).
+/// Write a run record inside a transaction, keeping the decisions others recorded meanwhile.
 fn put_run(tx: &Transaction<'_>, run: &RunRecord) -> Result<()> {
-    tx.execute(
-        "INSERT INTO runs (id, tenant, workspace, phase, created_at, record) VALUES (?1, ?2, ?3, ?4, ?5, ?6)
-         ON CONFLICT (id) DO UPDATE SET phase = excluded.phase, record = excluded.record",
-        params![
-            run.id,
-            run.tenant,
-            run.workspace,
-            run.phase.as_str(),
-            run.created_at,
-            serde_json::to_string(run).expect("json")
-        ],
-    )?;
-    Ok(())
+    crate::runs::put_merged(tx, run)
 }
 
 fn immediate(conn: &mut rusqlite::Connection) -> Result<Transaction<'_>> {
@@ -245,7 +233,8 @@ impl Store {
                 params![job.id, by, now_rfc3339()],
             )?;
             if let Some(mut run) = crate::runs::run_in(&tx, tenant, &job.id)? {
-                run.phase = RunPhase::Interrupted;
+                run.end(RunPhase::Interrupted);
+                run.reason = Some(Reason::Interrupted);
                 run.message = Some(message.to_string());
                 run.finished_at = Some(now_rfc3339());
                 put_run(&tx, &run)?;
@@ -266,16 +255,47 @@ impl Store {
 
     /// Close every lease that ended before `now_ms`: the job becomes `Expired` (its holder is
     /// fenced: its epoch no longer matches anything open), its run record `Interrupted` with
-    /// `message`, its state locks and run tokens released — each job in one transaction.
+    /// `message` and the reason `LeaseExpired`, its state locks and run tokens released — in
+    /// one transaction.
     pub fn job_expire(&self, now_ms: i64, message: &str) -> Result<Vec<Expired>> {
+        self.close_leases(
+            "state = 'leased' AND lease_until < ?1",
+            params![now_ms],
+            now_ms,
+            Reason::LeaseExpired,
+            message,
+        )
+    }
+
+    /// An agent starting again: the leases it held before (its earlier life ended without
+    /// finishing them) are closed at once like expired ones, the runs recorded `Interrupted`
+    /// with `message` and the reason `Stopped`.
+    pub fn job_abandon(&self, agent: &str, now_ms: i64, message: &str) -> Result<Vec<Expired>> {
+        self.close_leases(
+            "state = 'leased' AND agent = ?1",
+            params![agent],
+            now_ms,
+            Reason::Stopped,
+            message,
+        )
+    }
+
+    fn close_leases(
+        &self,
+        clause: &str,
+        p: impl rusqlite::Params,
+        now_ms: i64,
+        reason: Reason,
+        message: &str,
+    ) -> Result<Vec<Expired>> {
         let mut conn = self.conn();
         let tx = immediate(&mut conn)?;
         let expired: Vec<Job> = {
             let mut stmt = tx.prepare_cached(&format!(
-                "SELECT {COLUMNS} FROM jobs WHERE state = 'leased' AND lease_until < ?1 ORDER BY lease_until"
+                "SELECT {COLUMNS} FROM jobs WHERE {clause} ORDER BY lease_until"
             ))?;
             let rows = stmt
-                .query_map(params![now_ms], job_of)?
+                .query_map(p, job_of)?
                 .collect::<rusqlite::Result<Vec<_>>>()?;
             rows.into_iter().map(with_spec).collect::<Result<_>>()?
         };
@@ -289,13 +309,13 @@ impl Store {
             tx.execute("DELETE FROM state_locks WHERE run_id = ?1", params![job.id])?;
             tx.execute("DELETE FROM run_tokens WHERE run_id = ?1", params![job.id])?;
             if let Some(mut run) = crate::runs::run_in(&tx, &job.tenant, &job.id)? {
-                run.phase = RunPhase::Interrupted;
-                run.reason = Some(Reason::LeaseExpired);
+                run.end(RunPhase::Interrupted);
+                run.reason = Some(reason.clone());
                 run.message = Some(message.to_string());
                 run.finished_at = Some(at.clone());
                 put_run(&tx, &run)?;
             }
-            let noticed_after_ms = now_ms - job.lease_until.unwrap_or(now_ms);
+            let noticed_after_ms = (now_ms - job.lease_until.unwrap_or(now_ms)).max(0);
             job.state = JobState::Expired;
             out.push(Expired {
                 job,
@@ -310,6 +330,48 @@ impl Store {
             }
         }
         Ok(out)
+    }
+
+    /// The workspaces of a tenant that have an open (queued or leased) job: one query per pass.
+    pub fn job_open_workspaces(&self, tenant: &str) -> Result<std::collections::BTreeSet<String>> {
+        let conn = self.conn();
+        let mut stmt = conn.prepare_cached(
+            "SELECT workspace FROM jobs WHERE tenant = ?1 AND state IN ('queued', 'leased')",
+        )?;
+        let rows = stmt
+            .query_map(params![tenant], |r| r.get::<_, String>(0))?
+            .collect::<rusqlite::Result<_>>()?;
+        Ok(rows)
+    }
+
+    /// Number of jobs in `state` (metrics: queued runs).
+    pub fn job_count(&self, state: JobState) -> Result<i64> {
+        Ok(self.conn().query_row(
+            "SELECT COUNT(*) FROM jobs WHERE state = ?1",
+            params![state.as_str()],
+            |r| r.get(0),
+        )?)
+    }
+
+    /// Write the status of a workspace for the holder of job `id` at `epoch`: refused, and
+    /// nothing written, once that lease is gone ([`StoreError::Conflict`]).
+    pub fn job_write_status(&self, id: &str, epoch: i64, status: &serde_json::Value) -> Result<()> {
+        let mut conn = self.conn();
+        let tx = immediate(&mut conn)?;
+        let job = job_where(&tx, "id = ?1", params![id])?
+            .ok_or_else(|| StoreError::not_found("Job", id))?;
+        if job.state != JobState::Leased || job.epoch != epoch {
+            return Err(lease_lost(&job, epoch));
+        }
+        let rv = crate::objects::next_revision(&tx)?;
+        tx.execute(
+            "UPDATE objects SET status = ?1, resource_version = ?2 WHERE tenant = ?3 AND kind = 'Workspace' AND name = ?4",
+            params![serde_json::to_string(status).expect("json"), rv, job.tenant, job.workspace],
+        )?;
+        tx.commit()?;
+        drop(conn);
+        self.changed(rv);
+        Ok(())
     }
 
     /// The open job of a workspace, if any.
@@ -373,6 +435,15 @@ impl sng_core::ports::JobQueue for Store {
         self.job_expire(now_ms, message)
     }
 
+    fn abandon(&self, agent: &str, now_ms: i64, message: &str) -> Result<Vec<Expired>> {
+        self.job_abandon(agent, now_ms, message)
+    }
+    fn write_status(&self, id: &str, epoch: i64, status: &serde_json::Value) -> Result<()> {
+        self.job_write_status(id, epoch, status)
+    }
+    fn open_workspaces(&self, tenant: &str) -> Result<std::collections::BTreeSet<String>> {
+        self.job_open_workspaces(tenant)
+    }
     fn open_job(&self, tenant: &str, workspace: &str) -> Result<Option<Job>> {
         self.job_open(tenant, workspace)
     }

@@ -93,46 +93,52 @@ pub(crate) type LastEnded = std::collections::HashMap<(String, String), Option<R
 /// Workspaces whose newest ended run is kept in memory (beyond: the cache starts over).
 const LAST_ENDED_MAX: usize = 100_000;
 
+/// Write a run record (new, or replacing the stored one) on `conn`: decisions recorded
+/// meanwhile by others (an approval refused, a cancel) are kept — a run's decisions only grow.
+pub(crate) fn put_merged(conn: &rusqlite::Connection, run: &RunRecord) -> Result<()> {
+    let stored: Option<String> = conn
+        .query_row(
+            "SELECT record FROM runs WHERE tenant = ?1 AND id = ?2",
+            params![run.tenant, run.id],
+            |r| r.get(0),
+        )
+        .optional()?;
+    let mut merged = std::borrow::Cow::Borrowed(run);
+    if let Some(old) = stored.and_then(|s| serde_json::from_str::<RunRecord>(&s).ok()) {
+        let missing: Vec<Decision> = old
+            .decisions
+            .into_iter()
+            .filter(|d| !run.decisions.contains(d))
+            .collect();
+        if !missing.is_empty() {
+            let m = merged.to_mut();
+            let mine = std::mem::take(&mut m.decisions);
+            m.decisions = missing;
+            m.decisions.extend(mine);
+            m.decisions.sort_by(|a, b| a.at.cmp(&b.at));
+        }
+    }
+    let run = merged.as_ref();
+    let record = serde_json::to_string(run).expect("json");
+    conn.execute(
+        "INSERT INTO runs (id, tenant, workspace, phase, created_at, record) VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+         ON CONFLICT (id) DO UPDATE SET phase = excluded.phase, record = excluded.record",
+        params![run.id, run.tenant, run.workspace, run.phase.as_str(), run.created_at, record],
+    )?;
+    Ok(())
+}
+
 impl Store {
     /// Record a new run (or replace its record). Decisions recorded meanwhile by others (an
     /// approval refused, a cancel) are kept: a run's decisions only grow.
     pub fn run_put(&self, run: &RunRecord) -> Result<()> {
         let conn = self.conn();
-        let stored: Option<String> = conn
-            .query_row(
-                "SELECT record FROM runs WHERE tenant = ?1 AND id = ?2",
-                params![run.tenant, run.id],
-                |r| r.get(0),
-            )
-            .optional()?;
-        let mut merged = std::borrow::Cow::Borrowed(run);
-        if let Some(old) = stored.and_then(|s| serde_json::from_str::<RunRecord>(&s).ok()) {
-            let missing: Vec<Decision> = old
-                .decisions
-                .into_iter()
-                .filter(|d| !run.decisions.contains(d))
-                .collect();
-            if !missing.is_empty() {
-                let m = merged.to_mut();
-                let mine = std::mem::take(&mut m.decisions);
-                m.decisions = missing;
-                m.decisions.extend(mine);
-                m.decisions.sort_by(|a, b| a.at.cmp(&b.at));
-            }
-        }
-        let run = merged.as_ref();
-        let record = serde_json::to_string(run).expect("json");
-        let written = conn.execute(
-            "INSERT INTO runs (id, tenant, workspace, phase, created_at, record) VALUES (?1, ?2, ?3, ?4, ?5, ?6)
-             ON CONFLICT (id) DO UPDATE SET phase = excluded.phase, record = excluded.record",
-            params![run.id, run.tenant, run.workspace, run.phase.as_str(), run.created_at, record],
-        );
+        let written = put_merged(&conn, run);
         // Whether or not the write went through, the cached answer may be stale now.
         self.last_ended_cache()
             .remove(&(run.tenant.clone(), run.workspace.clone()));
         drop(conn);
-        written?;
-        Ok(())
+        written
     }
 
     pub(crate) fn last_ended_cache(&self) -> std::sync::MutexGuard<'_, LastEnded> {
@@ -165,7 +171,8 @@ impl Store {
         )
     }
 
-    /// One page of the runs of a workspace, newest first: at most `limit` (≥ 1) runs older than
+    /// One page of the runs of a workspace that started (a queued job's run is not listed until
+    /// an agent claims it), newest first: at most `limit` (≥ 1) runs older than
     /// the run `before` (its creation time and row), and that position of the last one when
     /// more remain: pass it as `before` for the next page. The order is total (runs created at
     /// the same time follow their row), so paging never skips nor repeats a run.
@@ -184,7 +191,7 @@ impl Store {
         let conn = self.conn();
         let mut stmt = conn.prepare_cached(
             "SELECT created_at, rowid, record FROM runs WHERE tenant = ?1 AND workspace = ?2
-               AND (?3 IS NULL OR (created_at, rowid) < (?3, ?4))
+               AND phase != 'Queued' AND (?3 IS NULL OR (created_at, rowid) < (?3, ?4))
              ORDER BY created_at DESC, rowid DESC LIMIT ?5",
         )?;
         let mut rows = stmt
@@ -233,7 +240,7 @@ impl Store {
         let conn = self.conn();
         let rec: Option<String> = conn
             .prepare_cached(
-                "SELECT record FROM runs WHERE tenant = ?1 AND workspace = ?2 AND phase != 'Running' ORDER BY created_at DESC, rowid DESC LIMIT 1",
+                "SELECT record FROM runs WHERE tenant = ?1 AND workspace = ?2 AND phase NOT IN ('Queued', 'Running') ORDER BY created_at DESC, rowid DESC LIMIT 1",
             )?
             .query_row(params![tenant, workspace], |r| r.get(0))
             .optional()?;
@@ -276,9 +283,14 @@ impl Store {
         Ok(())
     }
 
-    /// Runs still marked `Running` (after a crash, these were cut).
+    /// Runs still marked `Running` that no job holds (started before runs were jobs, or cut
+    /// before their job was written): after a crash, these were cut. Runs of jobs end through
+    /// their lease ([`Store::job_expire`], [`Store::job_abandon`]).
     pub fn runs_running(&self) -> Result<Vec<RunRecord>> {
-        self.runs_where("phase = 'Running' ORDER BY created_at", params![])
+        self.runs_where(
+            "phase = 'Running' AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.id = runs.id AND j.state IN ('queued', 'leased')) ORDER BY created_at",
+            params![],
+        )
     }
 
     fn runs_where(&self, clause: &str, p: impl rusqlite::Params) -> Result<Vec<RunRecord>> {

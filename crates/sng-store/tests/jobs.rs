@@ -28,6 +28,10 @@ trait Fixture {
     fn run_token(&self, tenant: &str, workspace: &str, run: &str) -> String;
     /// Whether a run token is still accepted.
     fn token_valid(&self, token: &str) -> bool;
+    /// Create workspace `name` (a module source, nothing else).
+    fn workspace(&self, tenant: &str, name: &str);
+    /// The stored status of a workspace.
+    fn status_of(&self, tenant: &str, name: &str) -> serde_json::Value;
 }
 
 /// A store under test.
@@ -59,6 +63,22 @@ impl Fixture for Store {
     fn token_valid(&self, token: &str) -> bool {
         self.run_token_check(token).unwrap().is_some()
     }
+    fn workspace(&self, tenant: &str, name: &str) {
+        let ws = decode(
+            &json!({"apiVersion": "tofu.stackngo.io/v1alpha1", "kind": "Workspace",
+                    "metadata": {"name": name},
+                    "spec": {"module": {"source": "oci://r/m", "tag": "1"}}}),
+            1,
+        )
+        .unwrap();
+        self.apply(tenant, vec![ws], false).unwrap();
+    }
+    fn status_of(&self, tenant: &str, name: &str) -> serde_json::Value {
+        match self.get(sng_api::Kind::Workspace, tenant, name).unwrap() {
+            Some(Object::Workspace(ws)) => serde_json::to_value(ws.status).unwrap(),
+            _ => serde_json::Value::Null,
+        }
+    }
 }
 
 /// Each contract function against a fresh in-memory SQLite store.
@@ -85,6 +105,9 @@ sqlite!(
     a_queued_job_cancelled_never_runs,
     an_expired_lease_interrupts_the_run_releases_its_lock_and_fences_its_holder,
     the_holder_writes_progress_while_its_lease_holds,
+    an_agent_starting_again_closes_the_leases_of_its_earlier_life,
+    the_status_is_written_only_by_the_holder_of_the_lease,
+    a_pass_reads_the_open_jobs_of_a_tenant_at_once,
 );
 
 const LEASE: i64 = 10_000;
@@ -323,6 +346,72 @@ fn the_holder_writes_progress_while_its_lease_holds<S: Queue>(s: &S) {
     assert_eq!(
         s.run_of("default", "run-1").unwrap().plan_hash.as_deref(),
         Some("h1")
+    );
+}
+
+fn an_agent_starting_again_closes_the_leases_of_its_earlier_life<S: Queue>(s: &S) {
+    enqueue(s, "default", "app", "run-1");
+    enqueue(s, "default", "other", "run-2");
+    let mine = s.claim("agent-a", None, 0, LEASE).unwrap().unwrap();
+    let theirs = s.claim("agent-b", None, 0, LEASE).unwrap().unwrap();
+    let token = s.run_token("default", &mine.job.workspace, &mine.job.id);
+    assert!(s.lock("default", &mine.job.workspace, &mine.job.id));
+    let closed = s
+        .abandon("agent-a", 1_000, "the server was killed")
+        .unwrap();
+    assert_eq!(closed.len(), 1, "only agent-a's lease");
+    assert_eq!(closed[0].job.id, mine.job.id);
+    let r = s.run_of("default", &mine.job.id).unwrap();
+    assert_eq!(r.phase.to_string(), "Interrupted");
+    assert_eq!(r.reason.map(|r| r.to_string()).as_deref(), Some("Stopped"));
+    assert_eq!(r.message.as_deref(), Some("the server was killed"));
+    assert!(!s.lock_held("default", &mine.job.workspace));
+    assert!(!s.token_valid(&token));
+    assert_eq!(
+        s.heartbeat(&mine.job.id, mine.job.epoch, 2_000, LEASE)
+            .unwrap(),
+        Beat::Lost
+    );
+    assert_eq!(
+        s.heartbeat(&theirs.job.id, theirs.job.epoch, 2_000, LEASE)
+            .unwrap(),
+        Beat::Continue,
+        "another agent's lease is left alone"
+    );
+}
+
+fn the_status_is_written_only_by_the_holder_of_the_lease<S: Queue>(s: &S) {
+    s.workspace("default", "app");
+    enqueue(s, "default", "app", "run-1");
+    let c = s.claim("agent-a", None, 0, LEASE).unwrap().unwrap();
+    s.write_status("run-1", c.job.epoch, &json!({"activeJob": "run-1"}))
+        .unwrap();
+    assert_eq!(s.status_of("default", "app")["activeJob"], "run-1");
+    s.expire(LEASE + 1, "lost").unwrap();
+    let err = s
+        .write_status("run-1", c.job.epoch, &json!({"activeJob": null}))
+        .unwrap_err();
+    assert!(err.to_string().contains("is lost"), "{err}");
+    assert_eq!(
+        s.status_of("default", "app")["activeJob"],
+        "run-1",
+        "the fenced holder wrote nothing"
+    );
+}
+
+fn a_pass_reads_the_open_jobs_of_a_tenant_at_once<S: Queue>(s: &S) {
+    enqueue(s, "default", "a", "run-1");
+    enqueue(s, "default", "b", "run-2");
+    enqueue(s, "other", "c", "run-3");
+    s.claim("agent-a", Some(&["default".to_string()]), 0, LEASE)
+        .unwrap()
+        .unwrap();
+    let open = s.open_workspaces("default").unwrap();
+    assert_eq!(open, BTreeSet::from(["a".to_string(), "b".to_string()]));
+    s.cancel("default", "b", "a user", "cancelled").unwrap();
+    assert_eq!(
+        s.open_workspaces("default").unwrap(),
+        BTreeSet::from(["a".to_string()])
     );
 }
 

@@ -359,7 +359,10 @@ fn platform_metrics(st: &AppState) -> String {
     ] {
         super::write_metric(&mut out, name, "counter", help, &[(&[], value as f64)]);
     }
-    let queued = p.queue.lock().expect("lock").len() as f64;
+    let queued = p
+        .store
+        .job_count(sng_core::jobs::JobState::Queued)
+        .unwrap_or(0) as f64;
     super::write_metric(
         &mut out,
         "sng_run_queue_depth",

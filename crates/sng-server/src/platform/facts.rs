@@ -386,7 +386,8 @@ pub fn observe(
     let last_run = last.as_ref().map(|r| LastRun {
         inputs_hash: r.inputs_hash.clone().unwrap_or_default(),
         failed: matches!(r.phase, RunPhase::Failed | RunPhase::StateLocked)
-            || (r.phase == RunPhase::Interrupted && r.reason != Some(Reason::Stopped)),
+            || (r.phase == RunPhase::Interrupted
+                && !matches!(r.reason, Some(Reason::Stopped | Reason::LeaseExpired))),
         planned_with_defaults: r.planned_with_defaults,
         finished_at: r
             .finished_at

@@ -1,6 +1,7 @@
-//! The platform side of the server: the reconcile loop (observe → `decide` → act), runs bounded
-//! by a global limit and dispatched fairly between tenants, and recovery of runs cut by a crash.
+//! The platform side of the server: the reconcile loop (observe → `decide` → enqueue the runs
+//! due as jobs), and the local agent that claims and runs them ([`agent`]).
 
+pub mod agent;
 mod checks;
 pub mod decisions;
 pub(crate) mod facts;
@@ -13,13 +14,13 @@ pub mod speculative;
 mod status;
 mod worker;
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use sng_api::Kind;
-use sng_core::decide::{decide, Action, Operation, Trigger};
+use sng_core::decide::{decide, Action};
 use sng_runner::RunConfig;
 use sng_store::Store;
 use tokio::sync::Notify;
@@ -42,15 +43,10 @@ pub struct Platform {
     pub logs_dir: PathBuf,
     /// Wakes the loop (an object changed).
     pub wake: Notify,
-    /// Global run slots.
+    /// Runs this process runs at once (its local agent's slots).
     pub slots: usize,
-    /// Runs waiting for a slot, per tenant, served in turn.
-    pub queue: Mutex<RunQueue>,
-    /// Cancellation of active runs, by (tenant, workspace).
-    pub active: Mutex<HashMap<(String, String), CancellationToken>>,
-    /// Runs cancelled by a user (recorded Interrupted, not re-run until inputs change), with
-    /// who cancelled them (`token ci-bot (tok-…)`, or `a user`).
-    pub cancelled_by_user: Mutex<HashMap<(String, String), String>>,
+    /// The local agent: claims jobs from the queue and runs them.
+    pub agent: agent::LocalAgent,
     /// Why every run was cancelled at once: `the server stopped (SIGTERM)`.
     pub stopped_because: Mutex<Option<String>>,
     /// Counters for `/api/v1/stats`: reconcile passes, runs started.
@@ -105,74 +101,6 @@ impl Stats {
     }
 }
 
-/// Runs waiting for a slot. A slot goes to the next tenant in turn that has a waiting run, so a
-/// tenant with hundreds of queued runs delays another tenant's run by at most one slot.
-#[derive(Default)]
-pub struct RunQueue {
-    by_tenant: BTreeMap<String, VecDeque<(Due, CancellationToken)>>,
-    last_tenant: Option<String>,
-    running: usize,
-    /// Runs in progress per tenant.
-    running_by_tenant: BTreeMap<String, usize>,
-    /// `spec.quotas.concurrentRuns` per tenant.
-    limits: BTreeMap<String, usize>,
-}
-
-impl RunQueue {
-    fn push(&mut self, due: Due, token: CancellationToken) {
-        self.by_tenant
-            .entry(due.tenant.clone())
-            .or_default()
-            .push_back((due, token));
-    }
-
-    /// The next run, from the first tenant after the last served one that has a waiting run
-    /// and is under its concurrent-runs quota.
-    fn pop(&mut self) -> Option<(Due, CancellationToken)> {
-        let tenant = {
-            let after = self.last_tenant.as_deref();
-            let eligible = |t: &&String| {
-                self.limits
-                    .get(*t)
-                    .is_none_or(|max| self.running_by_tenant.get(*t).copied().unwrap_or(0) < *max)
-            };
-            let next = self
-                .by_tenant
-                .keys()
-                .filter(eligible)
-                .find(|t| after.is_none_or(|a| t.as_str() > a))
-                .or_else(|| self.by_tenant.keys().find(eligible));
-            next?.clone()
-        };
-        *self.running_by_tenant.entry(tenant.clone()).or_default() += 1;
-        let queue = self.by_tenant.get_mut(&tenant)?;
-        let item = queue.pop_front();
-        if queue.is_empty() {
-            self.by_tenant.remove(&tenant);
-        }
-        self.last_tenant = Some(tenant);
-        item
-    }
-
-    /// Waiting runs.
-    pub fn len(&self) -> usize {
-        self.by_tenant.values().map(VecDeque::len).sum()
-    }
-
-    /// Whether nothing waits.
-    pub fn is_empty(&self) -> bool {
-        self.by_tenant.is_empty()
-    }
-}
-
-/// A run to start.
-pub struct Due {
-    tenant: String,
-    name: String,
-    operation: Operation,
-    trigger: Trigger,
-}
-
 fn unix_now() -> i64 {
     chrono::Utc::now().timestamp()
 }
@@ -188,17 +116,16 @@ impl Platform {
         logs_dir: PathBuf,
         slots: usize,
     ) -> Platform {
+        let agent = agent::LocalAgent::new(logs_dir.parent().unwrap_or(&logs_dir));
         Platform {
             store,
             oci,
             runner,
             state_url,
             logs_dir,
+            agent,
             wake: Notify::new(),
             slots,
-            queue: Default::default(),
-            active: Default::default(),
-            cancelled_by_user: Default::default(),
             stopped_because: Default::default(),
             stats: Default::default(),
             policy: sng_policy::Sandbox::this_binary(),
@@ -212,13 +139,14 @@ impl Platform {
         self.reconcile_once().0.len()
     }
 
-    /// Mark runs cut by a crash or a restart `Interrupted`, release their locks and tokens.
+    /// At start: runs cut by a crash or a kill of this server are recorded `Interrupted`,
+    /// their locks and tokens released: the leases this server's agent held (it holds none
+    /// yet), and runs older than the job queue. Runs of other processes end by their leases.
     pub fn recover(&self) -> Result<usize, sng_store::StoreError> {
-        let cut = self.store.runs_running()?;
-        for mut run in cut.iter().cloned() {
+        let mut cut = agent::recover(self)?;
+        for mut run in self.store.runs_running()? {
             run.phase = sng_api::run::RunPhase::Interrupted;
             run.reason = Some(sng_api::run::Reason::Stopped);
-            // Still `Running` at start: the server ended without recording the run's end.
             run.message = Some(
                 "the server was killed during the run; the next run re-plans on the real state"
                     .into(),
@@ -227,24 +155,18 @@ impl Platform {
             self.store.state_release_run_locks(&run.id)?;
             self.store.run_put(&run)?;
             worker::mark_interrupted(&self.store, &run)?;
+            self.store.run_tokens_revoke(Some(&run.id))?;
             tracing::warn!(run = %run.id, tenant = %run.tenant, workspace = %run.workspace, "run interrupted by a server stop");
+            cut += 1;
         }
-        self.store.run_tokens_revoke(None)?;
-        Ok(cut.len())
-    }
-
-    fn is_active(&self, tenant: &str, name: &str) -> bool {
-        self.active
-            .lock()
-            .expect("lock")
-            .contains_key(&(tenant.to_string(), name.to_string()))
+        Ok(cut)
     }
 
     /// One pass over every workspace: write what is observed, start what is due, finalize
     /// deletions. Returns the runs to start and the earliest time something is due again.
-    fn reconcile_once(&self) -> (Vec<Due>, Option<i64>) {
+    fn reconcile_once(&self) -> (Vec<String>, Option<i64>) {
         let now = unix_now();
-        let mut due: Vec<Due> = Vec::new();
+        let mut due: Vec<String> = Vec::new();
         let mut next: Option<i64> = None;
         let tenants = match self.store.list(Kind::Tenant, "") {
             Ok(t) => t,
@@ -259,13 +181,6 @@ impl Platform {
                 sng_api::Object::Tenant(t) => t.spec.quotas.clone().unwrap_or_default(),
                 _ => Default::default(),
             };
-            {
-                let mut q = self.queue.lock().expect("lock");
-                match quotas.concurrent_runs {
-                    Some(n) => q.limits.insert(tenant.clone(), n as usize),
-                    None => q.limits.remove(&tenant),
-                };
-            }
             let hour_ago = chrono::DateTime::from_timestamp(now - 3600, 0)
                 .unwrap_or_default()
                 .to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
@@ -287,6 +202,14 @@ impl Platform {
                     continue;
                 }
             };
+            // Workspaces with an open job (queued or running, here or elsewhere).
+            let open = match self.store.job_open_workspaces(&tenant) {
+                Ok(o) => o,
+                Err(e) => {
+                    tracing::error!(tenant, error = %e, "reconcile: cannot read the job queue");
+                    continue;
+                }
+            };
             let view = facts::PassView {
                 cache: &self.inputs_cache,
                 versions: &versions,
@@ -295,8 +218,7 @@ impl Platform {
                 .retain(&tenant, |n| snap.workspaces.contains_key(n));
             for (name, ws) in &snap.workspaces {
                 // A workspace with a run in progress has nothing to decide: skip the observation.
-                if self.is_active(&tenant, name)
-                    || ws.status.as_ref().is_some_and(|s| s.active_job.is_some())
+                if open.contains(name) || ws.status.as_ref().is_some_and(|s| s.active_job.is_some())
                 {
                     continue;
                 }
@@ -323,12 +245,13 @@ impl Platform {
                     }
                     Action::Block(_) => {}
                     Action::Run { operation, trigger } => {
-                        due.push(Due {
-                            tenant: tenant.clone(),
-                            name: name.clone(),
-                            operation,
-                            trigger,
-                        });
+                        match agent::enqueue(&self.store, &tenant, ws, operation, trigger) {
+                            Ok(Some(job)) => due.push(job.id),
+                            Ok(None) => {}
+                            Err(e) => {
+                                tracing::error!(tenant, workspace = %name, error = %e, "cannot enqueue a run")
+                            }
+                        }
                     }
                     Action::Finalize => {
                         if let Err(e) = worker::finalize(&self.store, &tenant, ws, None) {
@@ -341,88 +264,6 @@ impl Platform {
             }
         }
         (due, next)
-    }
-
-    /// Cancel the active run of a workspace, if any.
-    pub fn cancel(&self, tenant: &str, workspace: &str, by_user: bool) -> bool {
-        self.cancel_as(tenant, workspace, by_user.then_some("a user"))
-    }
-
-    /// Cancel the active run of a workspace; `who` (`token ci-bot (tok-…)`) when a user asks.
-    pub fn cancel_as(&self, tenant: &str, workspace: &str, who: Option<&str>) -> bool {
-        let key = (tenant.to_string(), workspace.to_string());
-        match self.active.lock().expect("lock").get(&key) {
-            Some(c) => {
-                if let Some(who) = who {
-                    self.cancelled_by_user
-                        .lock()
-                        .expect("lock")
-                        .insert(key.clone(), who.to_string());
-                }
-                c.cancel();
-                true
-            }
-            None => false,
-        }
-    }
-
-    /// A user cancelled the active run of the workspace, and it has not ended yet.
-    pub fn cancelling(&self, tenant: &str, workspace: &str) -> bool {
-        self.cancelled_by_user
-            .lock()
-            .expect("lock")
-            .contains_key(&(tenant.to_string(), workspace.to_string()))
-    }
-
-    /// Cancel every active run (shutdown), `why` as the runs record it.
-    pub fn cancel_all(&self, why: &str) {
-        *self.stopped_because.lock().expect("lock") = Some(why.to_string());
-        for c in self.active.lock().expect("lock").values() {
-            c.cancel();
-        }
-    }
-
-    /// Number of runs in progress (not counting those waiting for a slot).
-    pub fn running(&self) -> usize {
-        self.queue.lock().expect("lock").running
-    }
-}
-
-/// Start queued runs while slots are free, tenants in turn.
-fn dispatch(platform: &Arc<Platform>) {
-    loop {
-        let next = {
-            let mut q = platform.queue.lock().expect("lock");
-            if q.running >= platform.slots {
-                return;
-            }
-            let Some(item) = q.pop() else { return };
-            q.running += 1;
-            item
-        };
-        let (d, token) = next;
-        let p = platform.clone();
-        tokio::spawn(async move {
-            if !token.is_cancelled() {
-                p.stats
-                    .runs_started
-                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                run_workspace(&p, &d.tenant, &d.name, d.operation, d.trigger, token).await;
-            }
-            p.active
-                .lock()
-                .expect("lock")
-                .remove(&(d.tenant.clone(), d.name.clone()));
-            {
-                let mut q = p.queue.lock().expect("lock");
-                q.running -= 1;
-                if let Some(n) = q.running_by_tenant.get_mut(&d.tenant) {
-                    *n = n.saturating_sub(1);
-                }
-            }
-            dispatch(&p);
-            p.wake.notify_one();
-        });
     }
 }
 
@@ -442,7 +283,7 @@ pub fn next_pass_at(started: tokio::time::Instant, took: Duration) -> tokio::tim
 }
 
 /// The reconcile loop: wakes on changes and when something is due (at most every 30 s
-/// otherwise), starts due runs.
+/// otherwise), enqueues due runs (the local agent claims them).
 pub async fn reconcile_loop(platform: Arc<Platform>, stop: CancellationToken) {
     loop {
         let pass_started = tokio::time::Instant::now();
@@ -452,18 +293,9 @@ pub async fn reconcile_loop(platform: Arc<Platform>, stop: CancellationToken) {
             .stats
             .passes
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        for d in due {
-            let key = (d.tenant.clone(), d.name.clone());
-            let mut active = platform.active.lock().expect("lock");
-            if active.contains_key(&key) {
-                continue;
-            }
-            let token = stop.child_token();
-            active.insert(key, token.clone());
-            drop(active);
-            platform.queue.lock().expect("lock").push(d, token);
+        if !due.is_empty() {
+            platform.agent.wake.notify_one();
         }
-        dispatch(&platform);
         let now = unix_now();
         let wait = next.map_or(30, |n| (n - now).clamp(1, 30)) as u64;
         tokio::select! {
@@ -483,15 +315,6 @@ pub async fn reconcile_loop(platform: Arc<Platform>, stop: CancellationToken) {
 mod tests {
     use super::*;
 
-    fn due(tenant: &str, name: &str) -> Due {
-        Due {
-            tenant: tenant.into(),
-            name: name.into(),
-            operation: Operation::Apply,
-            trigger: Trigger::Created,
-        }
-    }
-
     #[test]
     fn passes_are_spaced_by_their_cost() {
         let t0 = tokio::time::Instant::now();
@@ -506,45 +329,5 @@ mod tests {
         ] {
             assert_eq!(next_pass_at(t0, took) - t0, delay, "{took:?}");
         }
-    }
-
-    #[test]
-    fn tenants_are_served_in_turn() {
-        let mut q = RunQueue::default();
-        for i in 0..500 {
-            q.push(due("big", &format!("w{i}")), CancellationToken::new());
-        }
-        assert_eq!(q.pop().unwrap().0.name, "w0");
-        q.push(due("small", "only"), CancellationToken::new());
-        q.push(due("another", "one"), CancellationToken::new());
-        let order: Vec<String> = (0..4)
-            .map(|_| {
-                let (d, _) = q.pop().unwrap();
-                format!("{}/{}", d.tenant, d.name)
-            })
-            .collect();
-        assert_eq!(order, ["small/only", "another/one", "big/w1", "big/w2"]);
-        assert_eq!(q.len(), 497);
-    }
-
-    #[test]
-    fn concurrent_runs_quota_holds_a_tenant_back() {
-        let mut q = RunQueue::default();
-        q.limits.insert("capped".into(), 1);
-        for i in 0..3 {
-            q.push(due("capped", &format!("c{i}")), CancellationToken::new());
-        }
-        q.push(due("free", "f0"), CancellationToken::new());
-        q.push(due("free", "f1"), CancellationToken::new());
-        let first = q.pop().unwrap().0;
-        assert_eq!(first.name, "c0");
-        let order: Vec<String> = std::iter::from_fn(|| q.pop().map(|(d, _)| d.name)).collect();
-        assert_eq!(
-            order,
-            ["f0", "f1"],
-            "the capped tenant waits while its run goes on"
-        );
-        *q.running_by_tenant.get_mut("capped").unwrap() -= 1;
-        assert_eq!(q.pop().unwrap().0.name, "c1");
     }
 }

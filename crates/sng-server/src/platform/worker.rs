@@ -18,6 +18,9 @@ use super::facts::inputs_hash;
 use super::inputs::{gather, InputError};
 use super::prepare::{ended_runs, fetch_module, pin_module, platform_outputs, state_backend};
 use super::record::{cause, changed_parts, emit, publish_outputs, run_limits};
+use std::sync::Arc;
+
+use super::agent::Lease;
 use super::Platform;
 
 /// Annotation set by `sng rollback`: the run whose module digest and inputs the spec restores.
@@ -180,24 +183,37 @@ struct Ended {
     held: bool,
 }
 
-/// Run a workspace and write everything down.
-pub async fn run_workspace(
-    p: &Platform,
-    tenant: &str,
-    name: &str,
-    operation: Operation,
-    trigger: Trigger,
-    cancel: CancellationToken,
-) {
+/// Run the job a lease holds and write everything down, each write fenced by the lease.
+pub async fn run_workspace(p: &Platform, lease: &Arc<Lease>, cancel: CancellationToken) {
+    let (tenant, name) = (lease.job.tenant.as_str(), lease.job.workspace.as_str());
+    let run_id = lease.job.id.clone();
+    // The record written when the job was enqueued: what the reconciler decided.
+    let queued = match p.store.run_get(tenant, &run_id) {
+        Ok(Some(r)) => r,
+        Ok(None) | Err(_) => RunRecord {
+            id: run_id.clone(),
+            tenant: tenant.into(),
+            workspace: name.into(),
+            correlation_id: format!("corr-{}", uuid::Uuid::new_v4().simple()),
+            created_at: now_rfc3339(),
+            ..RunRecord::default()
+        },
+    };
     let Some(ws) = load(&p.store, tenant, name) else {
+        // Deleted while the job waited: it ends without running.
+        let mut record = queued;
+        record.end(RunPhase::Interrupted);
+        record.reason = Some(Reason::WorkspaceDeleted);
+        record.message = Some("the workspace was deleted before its run started".into());
+        record.finished_at = Some(now_rfc3339());
+        lease.finish(&p.store, &record);
         return;
     };
     let generation = ws.metadata.generation.unwrap_or(0);
-    let run_id = format!("run-{}", &uuid::Uuid::new_v4().simple().to_string()[..12]);
     let now = now_rfc3339();
     // The approval is claimed by this run in one transaction: gone or of another generation
     // (a new spec won since the decision), the run plans the current spec instead.
-    let (mut operation, mut trigger) = (operation, trigger);
+    let (mut operation, mut trigger) = (queued.operation, queued.trigger);
     let approval = if operation == Operation::ApplyApproved {
         let claimed = p
             .store
@@ -241,8 +257,8 @@ pub async fn run_workspace(
         phase: RunPhase::Running,
         module_source: Some(ws.spec.module.source.clone()),
         approval: approval.clone(),
-        correlation_id: format!("corr-{}", uuid::Uuid::new_v4().simple()),
-        created_at: now.clone(),
+        correlation_id: queued.correlation_id.clone(),
+        created_at: queued.created_at.clone(),
         decisions: superseded,
         ..RunRecord::default()
     };
@@ -262,7 +278,7 @@ pub async fn run_workspace(
             });
         }
     }
-    let _ = p.store.run_put(&record);
+    lease.record(&p.store, &record);
     let base = json!({"operation": record.operation, "trigger": record.trigger, "causedBy": record.caused_by, "generation": generation});
     emit(&p.store, &record, "run.created", base.clone());
     if let Some((plan, who, at)) = &approval {
@@ -286,26 +302,19 @@ pub async fn run_workspace(
         &now,
         generation,
     );
-    write_status(&p.store, tenant, name, &st);
+    lease.write_status(&p.store, &st);
+    let started = std::time::Instant::now();
     tracing::info!(run = %run_id, tenant, workspace = name, generation, operation = %operation, trigger = %trigger, "run started");
 
     let stopped = cancel.clone();
-    let ended = run_inner(
-        p,
-        tenant,
-        &ws,
-        &run_id,
-        operation,
-        &mut record,
-        &mut st,
-        cancel,
-    )
-    .await;
-    let cancelled_by = p
-        .cancelled_by_user
-        .lock()
-        .expect("lock")
-        .remove(&(tenant.to_string(), name.to_string()));
+    let ended = run_inner(p, lease, &ws, operation, &mut record, &mut st, cancel).await;
+    if lease.is_lost() {
+        // Whoever closed the lease recorded the run Interrupted and released what it held.
+        let _ = p.store.run_tokens_revoke(Some(&run_id));
+        tracing::warn!(run = %run_id, tenant, workspace = name, "run ended after its lease was lost: nothing written");
+        return;
+    }
+    let cancelled_by = p.cancelled_by(&run_id);
     let by_user = cancelled_by.is_some();
     // Cut by a server stop: the next start re-plans on the real state. By its deadline or a user: a result.
     let cut_by_stop =
@@ -339,7 +348,7 @@ pub async fn run_workspace(
     let now = now_rfc3339();
     let Some(current) = load(&p.store, tenant, name).filter(|c| c.metadata.uid == ws.metadata.uid)
     else {
-        ended_without_workspace(p, &ws, &mut record, &ended.result, &now);
+        ended_without_workspace(p, lease, &ws, &mut record, &ended.result, &now);
         return;
     };
     if current.metadata.deletion_timestamp.is_some()
@@ -350,16 +359,18 @@ pub async fn run_workspace(
         if let Err(e) = finalize(&p.store, tenant, &current, None) {
             tracing::error!(tenant, workspace = name, error = %e, "cannot finalize a deletion");
         }
-        ended_without_workspace(p, &current, &mut record, &ended.result, &now);
+        ended_without_workspace(p, lease, &current, &mut record, &ended.result, &now);
         return;
     }
     if operation == Operation::Destroy
         && ended.result == RunResult::Succeeded
         && current.metadata.deletion_timestamp.is_some()
     {
-        record.phase = RunPhase::Succeeded;
+        record.end(RunPhase::Succeeded);
         record.finished_at = Some(now);
-        let _ = p.store.run_put(&record);
+        if !lease.finish(&p.store, &record) {
+            return;
+        }
         if let Err(e) = finalize(&p.store, tenant, &current, None) {
             tracing::error!(tenant, workspace = name, error = %e, "cannot finalize after destroy");
         }
@@ -423,7 +434,9 @@ pub async fn run_workspace(
             super::decisions::rejected(&p.store, &record, (plan, by), m, &new_id);
         }
     }
-    write_status(&p.store, tenant, name, &st);
+    if !lease.write_status(&p.store, &st) {
+        return;
+    }
     record.end(phase);
     record.message = message;
     record.finished_at = Some(now);
@@ -437,13 +450,11 @@ pub async fn run_workspace(
     {
         record.state_serial_after = p.store.state_serial(tenant, name).ok().flatten();
     }
-    let _ = p.store.run_put(&record);
-    let elapsed = chrono::DateTime::parse_from_rfc3339(&record.created_at)
-        .map(|t| {
-            (chrono::Utc::now() - t.with_timezone(&chrono::Utc)).num_milliseconds() as f64 / 1000.0
-        })
-        .unwrap_or(0.0);
-    p.stats.run_ended(phase.as_str(), elapsed);
+    if !lease.finish(&p.store, &record) {
+        return;
+    }
+    p.stats
+        .run_ended(phase.as_str(), started.elapsed().as_secs_f64());
     let data = json!({"result": phase, "reason": record.reason, "message": record.message, "planId": st.last_plan.as_ref().map(|p| p.id.clone())});
     let events = concluded.events;
     for e in events {
@@ -456,6 +467,7 @@ pub async fn run_workspace(
 /// the reason `WorkspaceDeleted`; what it wrote after the deletion (state, outputs) goes too.
 fn ended_without_workspace(
     p: &Platform,
+    lease: &Lease,
     ws: &Workspace,
     record: &mut RunRecord,
     result: &RunResult,
@@ -483,7 +495,9 @@ fn ended_without_workspace(
         message: message.into(),
         ..Default::default()
     });
-    let _ = p.store.run_put(record);
+    if !lease.finish(&p.store, record) {
+        return;
+    }
     p.stats.run_ended(phase.as_str(), 0.0);
     let event = match result {
         RunResult::Succeeded => "run.completed",
@@ -498,15 +512,15 @@ fn ended_without_workspace(
 #[allow(clippy::too_many_arguments)]
 async fn run_inner(
     p: &Platform,
-    tenant: &str,
+    lease: &Arc<Lease>,
     ws: &Workspace,
-    run_id: &str,
     operation: Operation,
     record: &mut RunRecord,
     st: &mut WorkspaceStatus,
     cancel: CancellationToken,
 ) -> Ended {
     let name = &ws.metadata.name;
+    let (tenant, run_id) = (lease.job.tenant.as_str(), lease.job.id.as_str());
     let mut ended = Ended {
         result: RunResult::Succeeded,
         reason: None,
@@ -550,7 +564,7 @@ async fn run_inner(
         });
     }
     ended.planned_with_defaults = !inputs.defaults_used.is_empty();
-    let _ = p.store.run_put(record);
+    lease.record(&p.store, record);
     // Module: resolve the tag to a digest once, and use that digest for the whole run.
     let m = &ws.spec.module;
     let pinned = match pin_module(p, ws, &inputs).await {
@@ -559,7 +573,7 @@ async fn run_inner(
     };
     let digest = pinned.digest.clone();
     record.module_digest = Some(digest.clone());
-    let _ = p.store.run_put(record);
+    lease.record(&p.store, record);
     let module_dir = match fetch_module(p, ws, &pinned).await {
         Ok(d) => d,
         Err(e) => return fail(ended, Reason::ModuleUnavailable, e),
@@ -648,7 +662,7 @@ async fn run_inner(
             && crate::routes::is_production(&p.store, tenant),
     };
     let store = p.store.clone();
-    let (t, n) = (tenant.to_string(), name.to_string());
+    let fence = lease.clone();
     let generation = ws.metadata.generation.unwrap_or(0);
     let rec = record.clone();
     let live = std::sync::Arc::new(std::sync::Mutex::new(st.clone()));
@@ -661,9 +675,7 @@ async fn run_inner(
             let mut planned = rec.clone();
             planned.plan_hash = Some(plan.hash.clone());
             planned.plan = Some(plan_record(&id, &plan, None));
-            if let Err(e) = store.run_put(&planned) {
-                tracing::warn!(run = %rec.id, error = %e, "cannot record the plan");
-            }
+            fence.record(&store, &planned);
             let data = json!({"planId": id, "add": c.add, "change": c.change, "destroy": c.destroy, "import": c.import, "forget": c.forget, "move": c.moved, "unknownActions": plan.unknown, "hash": plan.hash});
             emit(&store, &rec, "run.planned", data);
         }
@@ -680,7 +692,7 @@ async fn run_inner(
                 &now,
                 generation,
             );
-            write_status(&store, &t, &n, &live);
+            fence.write_status(&store, &live);
             emit(&store, &rec, "run.applying", json!({}));
         }
         sng_runner::Progress::Step(_) => {}
