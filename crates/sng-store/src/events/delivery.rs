@@ -1,0 +1,332 @@
+//! Delivery of events to webhooks: events matched to the webhooks that want them, the head of
+//! each webhook's queue, the outcome of each attempt, the dead letters and their replay, and the
+//! counters of it all.
+
+use rusqlite::{params, OptionalExtension, Transaction};
+use serde::{Deserialize, Serialize};
+
+use super::{now_millis, parse_event, unix_millis, Event};
+use crate::{Result, Store, StoreError};
+
+/// An event of the outbox not yet matched to webhooks.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OutboxEvent {
+    /// Position in the outbox (order of occurrence).
+    pub seq: i64,
+    /// The event.
+    pub event: Event,
+}
+
+/// A delivery of one event to one webhook, next in that webhook's queue.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Delivery {
+    /// Id of the delivery.
+    pub id: i64,
+    /// Tenant.
+    pub tenant: String,
+    /// Name of the webhook.
+    pub webhook: String,
+    /// Position of the event in the outbox.
+    pub event_seq: i64,
+    /// The event's `externalId`.
+    pub external_id: String,
+    /// The event's type.
+    pub event_type: String,
+    /// The exact JSON body to send (and sign).
+    pub body: String,
+    /// Attempts made so far (reset by a replay).
+    pub attempts: u32,
+    /// When the next attempt is due, in milliseconds since the epoch.
+    pub next_attempt_at: i64,
+}
+
+/// A delivery that gave up after its attempts, until replayed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DeadLetter {
+    /// Id, for `replay`.
+    pub id: String,
+    /// Name of the webhook.
+    pub webhook: String,
+    /// Attempts made.
+    pub attempts: u32,
+    /// Why the last attempt failed (never a secret, never the URL).
+    pub last_error: Option<String>,
+    /// HTTP status of the last attempt, when the receiver answered.
+    pub last_status: Option<u16>,
+    /// When the delivery gave up.
+    pub dead_at: String,
+    /// The event.
+    pub event: Event,
+}
+
+/// Counters and gauges of webhook delivery, for `/metrics`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WebhookStats {
+    /// Events in the outbox.
+    pub events: u64,
+    /// Deliveries answered 2xx.
+    pub delivered: u64,
+    /// Attempts that failed (never reset, also across replays).
+    pub failed: u64,
+    /// Deliveries waiting to be sent or retried.
+    pub pending: u64,
+    /// Dead letters not replayed.
+    pub dead_letters: u64,
+}
+
+const DELIVERY_COLUMNS: &str = "d.id, d.tenant, d.webhook, d.event_seq, e.external_id, e.event_type, e.body, d.attempts, d.next_attempt_at";
+
+fn read_delivery(r: &rusqlite::Row<'_>) -> rusqlite::Result<Delivery> {
+    Ok(Delivery {
+        id: r.get(0)?,
+        tenant: r.get(1)?,
+        webhook: r.get(2)?,
+        event_seq: r.get(3)?,
+        external_id: r.get(4)?,
+        event_type: r.get(5)?,
+        body: r.get(6)?,
+        attempts: r.get(7)?,
+        next_attempt_at: r.get(8)?,
+    })
+}
+
+fn delivery_state(tx: &Transaction<'_>, id: i64) -> Result<(String, u32, String, String, i64)> {
+    tx.query_row(
+        "SELECT state, attempts, tenant, webhook, event_seq FROM webhook_deliveries WHERE id = ?1",
+        params![id],
+        |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)),
+    )
+    .optional()?
+    .ok_or_else(|| StoreError::not_found("delivery", id.to_string()))
+}
+
+impl Store {
+    /// Events not yet matched to webhooks, oldest first.
+    pub fn events_undispatched(&self, limit: usize) -> Result<Vec<OutboxEvent>> {
+        let conn = self.conn();
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let mut stmt = conn.prepare_cached(
+            "SELECT seq, body FROM events WHERE dispatched = 0 ORDER BY seq LIMIT ?1",
+        )?;
+        let rows = stmt
+            .query_map(params![limit], |r| {
+                Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?))
+            })?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        rows.into_iter()
+            .map(|(seq, body)| {
+                Ok(OutboxEvent {
+                    seq,
+                    event: parse_event(&body)?,
+                })
+            })
+            .collect()
+    }
+
+    /// Match an event to the webhooks (names, in its tenant) that want it: one pending delivery
+    /// each, due now; the event is then dispatched. Idempotent.
+    pub fn event_dispatch(&self, seq: i64, webhooks: &[String]) -> Result<()> {
+        let mut conn = self.conn();
+        let tx = conn.transaction()?;
+        let tenant: Option<String> = tx
+            .query_row(
+                "SELECT tenant FROM events WHERE seq = ?1 AND dispatched = 0",
+                params![seq],
+                |r| r.get(0),
+            )
+            .optional()?;
+        let Some(tenant) = tenant else {
+            return Ok(());
+        };
+        let (now, now_ms) = (now_millis(), unix_millis());
+        for webhook in webhooks {
+            tx.execute(
+                "INSERT OR IGNORE INTO webhook_deliveries (event_seq, tenant, webhook, state, next_attempt_at, created_at)
+                 VALUES (?1, ?2, ?3, 'pending', ?4, ?5)",
+                params![seq, tenant, webhook, now_ms, now],
+            )?;
+        }
+        tx.execute(
+            "UPDATE events SET dispatched = 1 WHERE seq = ?1",
+            params![seq],
+        )?;
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// The next delivery of each webhook: its pending delivery of the oldest event, due or not
+    /// (`next_attempt_at` says when). A webhook gets its events in order of occurrence: an
+    /// event is not sent before the previous ones to that webhook are delivered or dead.
+    pub fn deliveries_heads(&self) -> Result<Vec<Delivery>> {
+        let conn = self.conn();
+        let mut stmt = conn.prepare_cached(&format!(
+            "SELECT {DELIVERY_COLUMNS} FROM webhook_deliveries d JOIN events e ON e.seq = d.event_seq
+             WHERE d.state = 'pending' AND d.event_seq = (
+                SELECT MIN(x.event_seq) FROM webhook_deliveries x
+                WHERE x.state = 'pending' AND x.tenant = d.tenant AND x.webhook = d.webhook)
+             ORDER BY d.next_attempt_at, d.id"
+        ))?;
+        let rows = stmt
+            .query_map([], read_delivery)?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        Ok(rows)
+    }
+
+    /// The receiver answered 2xx.
+    pub fn delivery_succeeded(&self, id: i64, status: u16) -> Result<()> {
+        self.conn().execute(
+            "UPDATE webhook_deliveries SET state = 'delivered', attempts = attempts + 1, last_status = ?2, delivered_at = ?3
+             WHERE id = ?1 AND state = 'pending'",
+            params![id, status, now_millis()],
+        )?;
+        Ok(())
+    }
+
+    /// An attempt failed. With `retry_at` (milliseconds since the epoch) the delivery stays
+    /// pending until then; without, it gives up and becomes a dead letter, whose id is returned.
+    /// `error` must hold no secret and no URL.
+    pub fn delivery_failed(
+        &self,
+        id: i64,
+        error: &str,
+        status: Option<u16>,
+        retry_at: Option<i64>,
+    ) -> Result<Option<String>> {
+        let mut conn = self.conn();
+        let tx = conn.transaction()?;
+        let (state, attempts, tenant, webhook, event_seq) = delivery_state(&tx, id)?;
+        if state != "pending" {
+            return Ok(None);
+        }
+        let attempts = attempts + 1;
+        let dead = match retry_at {
+            Some(at) => {
+                tx.execute(
+                    "UPDATE webhook_deliveries SET attempts = ?2, failures = failures + 1, last_error = ?3, last_status = ?4, next_attempt_at = ?5
+                     WHERE id = ?1",
+                    params![id, attempts, error, status, at],
+                )?;
+                None
+            }
+            None => {
+                tx.execute(
+                    "UPDATE webhook_deliveries SET state = 'dead', attempts = ?2, failures = failures + 1, last_error = ?3, last_status = ?4
+                     WHERE id = ?1",
+                    params![id, attempts, error, status],
+                )?;
+                let dl = uuid::Uuid::new_v4().to_string();
+                tx.execute(
+                    "INSERT INTO dead_letters (id, delivery_id, tenant, webhook, event_seq, attempts, last_error, last_status, dead_at)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+                    params![dl, id, tenant, webhook, event_seq, attempts, error, status, now_millis()],
+                )?;
+                Some(dl)
+            }
+        };
+        tx.commit()?;
+        Ok(dead)
+    }
+
+    /// The delivery will not be attempted (its webhook is gone or no longer wants the event).
+    pub fn delivery_cancelled(&self, id: i64, reason: &str) -> Result<()> {
+        self.conn().execute(
+            "UPDATE webhook_deliveries SET state = 'cancelled', last_error = ?2 WHERE id = ?1 AND state = 'pending'",
+            params![id, reason],
+        )?;
+        Ok(())
+    }
+
+    /// Dead letters of a tenant not replayed, newest first.
+    pub fn dead_letters(&self, tenant: &str) -> Result<Vec<DeadLetter>> {
+        let conn = self.conn();
+        let mut stmt = conn.prepare_cached(
+            "SELECT l.id, l.webhook, l.attempts, l.last_error, l.last_status, l.dead_at, e.body
+             FROM dead_letters l JOIN events e ON e.seq = l.event_seq
+             WHERE l.tenant = ?1 AND l.replayed_at IS NULL ORDER BY l.dead_at DESC, l.rowid DESC",
+        )?;
+        let rows = stmt
+            .query_map(params![tenant], |r| {
+                Ok((
+                    r.get::<_, String>(0)?,
+                    r.get::<_, String>(1)?,
+                    r.get::<_, u32>(2)?,
+                    r.get::<_, Option<String>>(3)?,
+                    r.get::<_, Option<u16>>(4)?,
+                    r.get::<_, String>(5)?,
+                    r.get::<_, String>(6)?,
+                ))
+            })?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        rows.into_iter()
+            .map(
+                |(id, webhook, attempts, last_error, last_status, dead_at, body)| {
+                    Ok(DeadLetter {
+                        id,
+                        webhook,
+                        attempts,
+                        last_error,
+                        last_status,
+                        dead_at,
+                        event: parse_event(&body)?,
+                    })
+                },
+            )
+            .collect()
+    }
+
+    /// Re-queue a dead letter of a tenant: its delivery is pending again, due now, with its
+    /// attempts reset. A dead letter of another tenant, or one already replayed, is `NotFound`.
+    pub fn dead_letter_replay(&self, tenant: &str, id: &str) -> Result<DeadLetter> {
+        let letter = self
+            .dead_letters(tenant)?
+            .into_iter()
+            .find(|l| l.id == id)
+            .ok_or_else(|| StoreError::not_found("dead letter", id))?;
+        let mut conn = self.conn();
+        let tx = conn.transaction()?;
+        let delivery: i64 = tx.query_row(
+            "SELECT delivery_id FROM dead_letters WHERE id = ?1",
+            params![id],
+            |r| r.get(0),
+        )?;
+        let changed = tx.execute(
+            "UPDATE dead_letters SET replayed_at = ?2 WHERE id = ?1 AND replayed_at IS NULL",
+            params![id, now_millis()],
+        )?;
+        if changed == 0 {
+            return Err(StoreError::not_found("dead letter", id));
+        }
+        tx.execute(
+            "UPDATE webhook_deliveries SET state = 'pending', attempts = 0, next_attempt_at = ?2 WHERE id = ?1",
+            params![delivery, unix_millis()],
+        )?;
+        tx.commit()?;
+        Ok(letter)
+    }
+
+    /// Counters and gauges of webhook delivery.
+    pub fn webhook_stats(&self) -> Result<WebhookStats> {
+        let conn = self.conn();
+        let stats = conn.query_row(
+            "SELECT
+                (SELECT COUNT(*) FROM events),
+                (SELECT COUNT(*) FROM webhook_deliveries WHERE state = 'delivered'),
+                (SELECT COALESCE(SUM(failures), 0) FROM webhook_deliveries),
+                (SELECT COUNT(*) FROM webhook_deliveries WHERE state = 'pending'),
+                (SELECT COUNT(*) FROM dead_letters WHERE replayed_at IS NULL)",
+            [],
+            |r| {
+                let n = |i: usize| r.get::<_, i64>(i).map(|v| v.max(0) as u64);
+                Ok(WebhookStats {
+                    events: n(0)?,
+                    delivered: n(1)?,
+                    failed: n(2)?,
+                    pending: n(3)?,
+                    dead_letters: n(4)?,
+                })
+            },
+        )?;
+        Ok(stats)
+    }
+}
