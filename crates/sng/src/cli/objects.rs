@@ -36,6 +36,7 @@ pub enum KindCommand {
         selector: Option<String>,
     },
     /// Delete an object.
+    // Any kind, not only a workspace: the shared reference's words say so here.
     #[command(
         mut_arg("kind", |a| a.help("Kind: case-insensitive, singular or plural")),
         mut_arg("name", |a| a.help("Name of the object"))
