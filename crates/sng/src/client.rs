@@ -4,7 +4,8 @@ use reqwest::blocking::{Client as Http, RequestBuilder};
 use serde_json::Value;
 use sng_api::wire::{List, StatusBody};
 
-use crate::cli::{CliError, Global};
+use crate::cli::Global;
+use crate::error::CliError;
 
 /// A client bound to a server and a token.
 pub struct Client {
@@ -144,5 +145,28 @@ impl Client {
     /// DELETE a path.
     pub fn delete(&self, path: &str) -> Result<Value, CliError> {
         self.send(self.http.delete(self.url(path)))
+    }
+}
+
+/// Percent-encoding of a path segment or query value (names are DNS labels, ids UUIDs: rarely needed).
+pub fn encode(text: &str) -> String {
+    text.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn query_values_are_encoded() {
+        assert_eq!(encode("pet"), "pet");
+        assert_eq!(encode("a b&c"), "a%20b%26c");
     }
 }

@@ -1,19 +1,10 @@
 //! `sng`: the server and the client commands, in one binary.
 #![forbid(unsafe_code)]
 
-mod apply;
 mod cli;
 mod client;
-mod config;
-mod events;
-mod explain;
-mod get;
-mod module;
-mod quarantine;
-mod server_cmd;
+mod error;
 mod table;
-mod tokens;
-mod wait;
 
 use std::process::ExitCode;
 

@@ -40,7 +40,8 @@ fn str_at<'a>(v: &'a Value, path: &[&str]) -> Option<&'a str> {
         .and_then(Value::as_str)
 }
 
-fn condition<'a>(v: &'a Value, type_: &str) -> Option<&'a Value> {
+/// The condition of type `type_` in `status.conditions`, if any.
+pub fn condition<'a>(v: &'a Value, type_: &str) -> Option<&'a Value> {
     v.pointer("/status/conditions")?
         .as_array()?
         .iter()
@@ -261,10 +262,54 @@ pub fn render(kind: Kind, items: &[Value], wide: bool, now: DateTime<Utc>) -> St
     out
 }
 
+/// Columns padded to their widest cell, three spaces apart; the last one is not padded.
+pub fn columns(rows: &[Vec<String>]) -> String {
+    let n = rows.iter().map(Vec::len).max().unwrap_or(0);
+    let widths: Vec<usize> = (0..n)
+        .map(|i| {
+            rows.iter()
+                .filter_map(|r| r.get(i))
+                .map(|c| c.chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let mut out = String::new();
+    for row in rows {
+        let mut line = String::new();
+        for (i, cell) in row.iter().enumerate() {
+            if i + 1 == row.len() {
+                line.push_str(cell);
+            } else {
+                line.push_str(&format!("{cell:<w$}   ", w = widths[i]));
+            }
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn columns_are_padded_to_their_widest_cell() {
+        let rows = vec![
+            vec!["ID".into(), "WEBHOOK".into(), "LAST ERROR".into()],
+            vec![
+                "abc-123".into(),
+                "h".into(),
+                "the receiver answered 503".into(),
+            ],
+        ];
+        assert_eq!(
+            columns(&rows),
+            "ID        WEBHOOK   LAST ERROR\nabc-123   h         the receiver answered 503\n"
+        );
+    }
 
     #[test]
     fn prod_mark_is_red_only_when_asked() {

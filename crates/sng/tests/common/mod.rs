@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 pub mod receiver;
+pub mod tenants;
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};

@@ -1,10 +1,30 @@
 //! `sng drift`, `sng explain`: what happened and why, in plain words.
 
+use clap::Args;
 use serde_json::Value;
-use sng_api::Kind;
 
-use crate::cli::{CliError, Output};
+use crate::cli::args::{Output, WorkspaceRef};
+use crate::cli::Global;
 use crate::client::Client;
+use crate::error::CliError;
+
+#[derive(Args, Debug)]
+pub struct ExplainArgs {
+    #[command(flatten)]
+    pub target: WorkspaceRef,
+    /// Output format (`json`: the same chain as data).
+    #[arg(short, long, value_enum)]
+    pub output: Option<Output>,
+}
+
+#[derive(Args, Debug)]
+pub struct DriftArgs {
+    #[command(flatten)]
+    pub target: WorkspaceRef,
+    /// Output format.
+    #[arg(short, long, value_enum)]
+    pub output: Option<Output>,
+}
 
 fn show(v: &Value) -> String {
     match v {
@@ -53,16 +73,13 @@ pub fn print_changes(items: &[Value]) {
     }
 }
 
-pub fn drift(
-    client: &Client,
-    tenant: &str,
-    kind: Kind,
-    name: &str,
-    output: Option<Output>,
-) -> Result<(), CliError> {
-    if kind != Kind::Workspace {
-        return Err(CliError::Usage("drift applies to workspaces only".into()));
-    }
+/// `sng drift KIND NAME`.
+pub fn drift(g: &Global, args: &DriftArgs) -> Result<(), CliError> {
+    let client = Client::new(g)?;
+    let target = args
+        .target
+        .workspace(g, "drift applies to workspaces only")?;
+    let (tenant, name) = (&target.tenant, &target.name);
     let runs = client.get(&format!("/tenants/{tenant}/workspaces/{name}/runs"))?;
     let Some(run) = runs["items"]
         .as_array()
@@ -74,7 +91,7 @@ pub fn drift(
         return Ok(());
     };
     let drift = run["plan"]["drift"].as_array().cloned().unwrap_or_default();
-    match output {
+    match args.output {
         Some(Output::Json) => println!(
             "{}",
             serde_json::to_string_pretty(
@@ -107,25 +124,22 @@ pub fn drift(
     Ok(())
 }
 
-pub fn explain(
-    client: &Client,
-    tenant: &str,
-    kind: Kind,
-    name: &str,
-    output: Option<Output>,
-) -> Result<(), CliError> {
-    if kind != Kind::Workspace {
-        return Err(CliError::Usage("explain applies to workspaces only".into()));
-    }
+/// `sng explain KIND NAME`.
+pub fn explain(g: &Global, args: &ExplainArgs) -> Result<(), CliError> {
+    let client = &Client::new(g)?;
+    let target = args
+        .target
+        .workspace(g, "explain applies to workspaces only")?;
+    let (tenant, name) = (&target.tenant, &target.name);
     let answer = client.get(&format!("/tenants/{tenant}/workspaces/{name}/explain"))?;
-    match output {
+    match args.output {
         Some(Output::Json) => println!(
             "{}",
             serde_json::to_string_pretty(&answer["chain"]).expect("json")
         ),
         Some(Output::Yaml) => print!("{}", serde_yaml::to_string(&answer["chain"]).expect("yaml")),
         _ => {
-            crate::get::print_prod_mark(client, tenant);
+            crate::cli::tenant::print_prod_mark(client, tenant);
             for s in answer["chain"].as_array().into_iter().flatten() {
                 let indent = "  ".repeat(s["depth"].as_u64().unwrap_or(0) as usize);
                 println!(
@@ -141,83 +155,5 @@ pub fn explain(
             }
         }
     }
-    Ok(())
-}
-
-/// `sng plan -f FILE`: exit 0 without changes, 2 with changes, 1 on an error.
-pub fn plan(
-    client: &Client,
-    tenant: &str,
-    files: &[String],
-    output: Option<Output>,
-) -> Result<(), CliError> {
-    let mut items = Vec::new();
-    for (name, text) in crate::apply::read_sources(files)? {
-        items.extend(
-            sng_api::parse_documents(&text, &name)
-                .map_err(|e| CliError::rejected(e.to_string()))?,
-        );
-    }
-    let answer = client.post(
-        &format!("/tenants/{tenant}/plan"),
-        &serde_json::json!({"items": items}),
-    )?;
-    let results = answer["items"].as_array().cloned().unwrap_or_default();
-    if results.is_empty() {
-        return Err(CliError::rejected("no Workspace in the manifest"));
-    }
-    match output {
-        Some(Output::Json) => println!("{}", serde_json::to_string_pretty(&results).expect("json")),
-        Some(Output::Yaml) => print!("{}", serde_yaml::to_string(&results).expect("yaml")),
-        _ => {
-            for r in &results {
-                let name = r["workspace"].as_str().unwrap_or("?");
-                if let Some(e) = r["error"].as_str() {
-                    println!("workspace/{name}: error: {e}");
-                    continue;
-                }
-                let n = |k: &str| r[k].as_i64().unwrap_or(0);
-                println!(
-                    "workspace/{name}: Plan: {} to import, {} to add, {} to change, {} to destroy.",
-                    n("import"),
-                    n("add"),
-                    n("change"),
-                    n("destroy")
-                );
-                print_changes(r["changes"].as_array().map(Vec::as_slice).unwrap_or(&[]));
-            }
-        }
-    }
-    if results.iter().any(|r| r["error"].is_string()) {
-        return Err(CliError::Exit(1));
-    }
-    if results.iter().any(|r| r["hasChanges"] == true) {
-        return Err(CliError::Exit(2));
-    }
-    Ok(())
-}
-
-pub fn rollback(
-    client: &Client,
-    tenant: &str,
-    kind: Kind,
-    name: &str,
-    run: &str,
-) -> Result<(), CliError> {
-    if kind != Kind::Workspace {
-        return Err(CliError::Usage(
-            "rollback applies to workspaces only".into(),
-        ));
-    }
-    let answer = client.post(
-        &format!("/tenants/{tenant}/workspaces/{name}/rollback"),
-        &serde_json::json!({"toRun": run}),
-    )?;
-    println!(
-        "workspace/{name} rolling back to run {} (module {}, generation {})",
-        run,
-        answer["moduleDigest"].as_str().unwrap_or("?"),
-        answer["generation"]
-    );
     Ok(())
 }

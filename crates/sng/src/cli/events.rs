@@ -4,8 +4,11 @@
 use clap::{Args, Subcommand};
 use serde_json::Value;
 
-use crate::cli::{CliError, Global, Output};
-use crate::client::Client;
+use crate::cli::args::Output;
+use crate::cli::Global;
+use crate::client::{encode, Client};
+use crate::error::CliError;
+use crate::table::columns;
 
 /// The commands of events and dead letters (flattened into the top-level commands).
 #[derive(Subcommand, Debug)]
@@ -128,18 +131,6 @@ pub fn run(g: &Global, command: EventsCommand) -> Result<(), CliError> {
     }
 }
 
-/// Percent-encoding of a path segment or query value (names are DNS labels, ids UUIDs: rarely needed).
-pub(crate) fn encode(text: &str) -> String {
-    text.bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
-                (b as char).to_string()
-            }
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
-}
-
 fn print_items(
     answer: &Value,
     output: Option<Output>,
@@ -227,59 +218,4 @@ fn dead_letters_table(items: &[Value]) -> Vec<Vec<String>> {
         ]
     }));
     rows
-}
-
-/// Columns padded to their widest cell, three spaces apart; the last one is not padded.
-pub(crate) fn columns(rows: &[Vec<String>]) -> String {
-    let n = rows.iter().map(Vec::len).max().unwrap_or(0);
-    let widths: Vec<usize> = (0..n)
-        .map(|i| {
-            rows.iter()
-                .filter_map(|r| r.get(i))
-                .map(|c| c.chars().count())
-                .max()
-                .unwrap_or(0)
-        })
-        .collect();
-    let mut out = String::new();
-    for row in rows {
-        let mut line = String::new();
-        for (i, cell) in row.iter().enumerate() {
-            if i + 1 == row.len() {
-                line.push_str(cell);
-            } else {
-                line.push_str(&format!("{cell:<w$}   ", w = widths[i]));
-            }
-        }
-        out.push_str(line.trim_end());
-        out.push('\n');
-    }
-    out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn tables_align_their_columns() {
-        let rows = vec![
-            vec!["ID".into(), "WEBHOOK".into(), "LAST ERROR".into()],
-            vec![
-                "abc-123".into(),
-                "h".into(),
-                "the receiver answered 503".into(),
-            ],
-        ];
-        assert_eq!(
-            columns(&rows),
-            "ID        WEBHOOK   LAST ERROR\nabc-123   h         the receiver answered 503\n"
-        );
-    }
-
-    #[test]
-    fn query_values_are_encoded() {
-        assert_eq!(encode("pet"), "pet");
-        assert_eq!(encode("a b&c"), "a%20b%26c");
-    }
 }

@@ -3,8 +3,10 @@
 use clap::{Subcommand, ValueEnum};
 use serde_json::{json, Value};
 
-use crate::cli::{CliError, Global, Output};
+use crate::cli::args::Output;
+use crate::cli::Global;
 use crate::client::Client;
+use crate::error::CliError;
 
 /// The role of a token.
 #[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
@@ -111,7 +113,7 @@ pub fn run(g: &Global, command: TokenCommand) -> Result<(), CliError> {
                     } else {
                         print!(
                             "{}",
-                            crate::events::columns(&table(&items, chrono::Utc::now()))
+                            crate::table::columns(&table(&items, chrono::Utc::now()))
                         );
                     }
                 }

@@ -1,13 +1,41 @@
-//! `sng apply -f FILE|DIR|-`: every document of every file in one request, applied all or nothing.
+//! Commands that read manifests: `sng apply -f FILE|DIR|-` (every document of every file in one
+//! request, applied all or nothing) and `sng plan -f FILE` (what would change, nothing stored).
 
 use std::io::Read as _;
 use std::path::Path;
 
+use clap::Args;
 use serde_json::{json, Value};
 use sng_api::wire::ApplyAnswer;
 
-use crate::cli::{ApplyArgs, CliError};
+use crate::cli::args::Output;
+use crate::cli::Global;
 use crate::client::Client;
+use crate::error::CliError;
+
+#[derive(Args, Debug)]
+pub struct ApplyArgs {
+    /// File, directory (its *.yaml, *.yml and *.json files) or `-` for stdin. Repeatable.
+    #[arg(short = 'f', long = "filename", required = true)]
+    pub files: Vec<String>,
+    /// Validate and show what would change, without changing anything.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Workspace names re-typed to confirm destructive changes in a production tenant
+    /// (setting `deletionPolicy: Destroy`). Repeatable.
+    #[arg(long)]
+    pub confirm: Vec<String>,
+}
+
+#[derive(Args, Debug)]
+pub struct PlanArgs {
+    /// File, directory or `-`.
+    #[arg(short = 'f', long = "filename", required = true)]
+    pub files: Vec<String>,
+    /// Output format.
+    #[arg(short, long, value_enum)]
+    pub output: Option<Output>,
+}
 
 /// The texts to apply, with the name of where each came from.
 pub fn read_sources(files: &[String]) -> Result<Vec<(String, String)>, CliError> {
@@ -51,7 +79,10 @@ pub fn read_sources(files: &[String]) -> Result<Vec<(String, String)>, CliError>
     Ok(out)
 }
 
-pub fn apply(client: &Client, tenant: &str, args: &ApplyArgs) -> Result<(), CliError> {
+/// `sng apply`.
+pub fn apply(g: &Global, args: &ApplyArgs) -> Result<(), CliError> {
+    let client = &Client::new(g)?;
+    let tenant = &g.tenant;
     let mut items: Vec<Value> = Vec::new();
     let mut errors = Vec::new();
     for (name, text) in read_sources(&args.files)? {
@@ -75,7 +106,7 @@ pub fn apply(client: &Client, tenant: &str, args: &ApplyArgs) -> Result<(), CliE
             "the server answered an apply that does not parse: {e}"
         ))
     })?;
-    crate::get::print_prod_mark(client, tenant);
+    crate::cli::tenant::print_prod_mark(client, tenant);
     let suffix = if args.dry_run { " (dry run)" } else { "" };
     let diffs = answer.diffs.unwrap_or_default();
     for item in &answer.items {
@@ -110,6 +141,58 @@ pub fn apply(client: &Client, tenant: &str, args: &ApplyArgs) -> Result<(), CliE
                 );
             }
         }
+    }
+    Ok(())
+}
+
+/// `sng plan -f FILE`: exit 0 without changes, 2 with changes, 1 on an error.
+pub fn plan(g: &Global, args: &PlanArgs) -> Result<(), CliError> {
+    let client = Client::new(g)?;
+    let tenant = &g.tenant;
+    let mut items = Vec::new();
+    for (name, text) in read_sources(&args.files)? {
+        items.extend(
+            sng_api::parse_documents(&text, &name)
+                .map_err(|e| CliError::rejected(e.to_string()))?,
+        );
+    }
+    let answer = client.post(
+        &format!("/tenants/{tenant}/plan"),
+        &serde_json::json!({"items": items}),
+    )?;
+    let results = answer["items"].as_array().cloned().unwrap_or_default();
+    if results.is_empty() {
+        return Err(CliError::rejected("no Workspace in the manifest"));
+    }
+    match args.output {
+        Some(Output::Json) => println!("{}", serde_json::to_string_pretty(&results).expect("json")),
+        Some(Output::Yaml) => print!("{}", serde_yaml::to_string(&results).expect("yaml")),
+        _ => {
+            for r in &results {
+                let name = r["workspace"].as_str().unwrap_or("?");
+                if let Some(e) = r["error"].as_str() {
+                    println!("workspace/{name}: error: {e}");
+                    continue;
+                }
+                let n = |k: &str| r[k].as_i64().unwrap_or(0);
+                println!(
+                    "workspace/{name}: Plan: {} to import, {} to add, {} to change, {} to destroy.",
+                    n("import"),
+                    n("add"),
+                    n("change"),
+                    n("destroy")
+                );
+                crate::cli::explain::print_changes(
+                    r["changes"].as_array().map(Vec::as_slice).unwrap_or(&[]),
+                );
+            }
+        }
+    }
+    if results.iter().any(|r| r["error"].is_string()) {
+        return Err(CliError::Exit(1));
+    }
+    if results.iter().any(|r| r["hasChanges"] == true) {
+        return Err(CliError::Exit(2));
     }
     Ok(())
 }

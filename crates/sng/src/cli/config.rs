@@ -6,10 +6,40 @@
 use std::path::PathBuf;
 
 use clap::parser::ValueSource;
-use clap::ArgMatches;
+use clap::{ArgMatches, Subcommand};
 use serde::{Deserialize, Serialize};
 
-use crate::cli::{CliError, Global};
+use crate::cli::Global;
+use crate::error::CliError;
+
+#[derive(Subcommand, Debug)]
+pub enum ConfigCommand {
+    /// Create or update a context from `--server`, `--tenant`, `--token` given on this command line.
+    SetContext {
+        /// Name of the context.
+        name: String,
+    },
+    /// Make a context the current one.
+    UseContext {
+        /// Name of the context.
+        name: String,
+    },
+    /// Print the current context.
+    CurrentContext,
+    /// List the contexts (never their tokens).
+    GetContexts,
+}
+
+/// Run one of the commands; `m` are the matches of the subcommand (where `set-context` sees which
+/// global flags its command line gave).
+pub fn run(command: &ConfigCommand, g: &Global, m: &ArgMatches) -> Result<(), CliError> {
+    match command {
+        ConfigCommand::SetContext { name } => set_context(name, g, m),
+        ConfigCommand::UseContext { name } => use_context(name),
+        ConfigCommand::CurrentContext => current_context(),
+        ConfigCommand::GetContexts => get_contexts(),
+    }
+}
 
 /// One named context.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -125,7 +155,7 @@ pub fn apply(g: &mut Global, m: &ArgMatches) -> Result<(), CliError> {
 }
 
 /// `sng config set-context NAME`: create or update it from the flags given on the command line.
-pub fn set_context(name: &str, g: &Global, m: &ArgMatches) -> Result<(), CliError> {
+fn set_context(name: &str, g: &Global, m: &ArgMatches) -> Result<(), CliError> {
     let mut cfg = load()?;
     let explicit = |id: &str| matches!(m.value_source(id), Some(ValueSource::CommandLine));
     let idx = match cfg.contexts.iter().position(|c| c.name == name) {
@@ -154,7 +184,7 @@ pub fn set_context(name: &str, g: &Global, m: &ArgMatches) -> Result<(), CliErro
 }
 
 /// `sng config use-context NAME`.
-pub fn use_context(name: &str) -> Result<(), CliError> {
+fn use_context(name: &str) -> Result<(), CliError> {
     let mut cfg = load()?;
     if !cfg.contexts.iter().any(|c| c.name == name) {
         return Err(CliError::rejected(format!(
@@ -168,7 +198,7 @@ pub fn use_context(name: &str) -> Result<(), CliError> {
 }
 
 /// `sng config current-context`.
-pub fn current_context() -> Result<(), CliError> {
+fn current_context() -> Result<(), CliError> {
     match load()?.current_context {
         Some(c) => {
             println!("{c}");
@@ -181,7 +211,7 @@ pub fn current_context() -> Result<(), CliError> {
 }
 
 /// `sng config get-contexts`: never the tokens.
-pub fn get_contexts() -> Result<(), CliError> {
+fn get_contexts() -> Result<(), CliError> {
     let cfg = load()?;
     println!(
         "{:<9} {:<20} {:<32} {:<16} TOKEN",

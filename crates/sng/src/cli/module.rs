@@ -1,10 +1,45 @@
 //! `sng module push DIR oci://HOST/REPO --tag T`: publish a module in OpenTofu's package format.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-use crate::cli::CliError;
+use clap::Subcommand;
 
-pub fn push(
+use crate::error::CliError;
+
+#[derive(Subcommand, Debug)]
+pub enum ModuleCommand {
+    /// Publish a directory as an OpenTofu module package; prints the manifest digest.
+    Push {
+        /// Directory of the module (its root).
+        dir: PathBuf,
+        /// Destination, `oci://HOST[:PORT]/REPOSITORY`.
+        target: String,
+        /// Tag to publish.
+        #[arg(long, default_value = "latest")]
+        tag: String,
+        /// Use plain HTTP (local registries).
+        #[arg(long)]
+        insecure: bool,
+        /// Docker config.json with credentials (default: none).
+        #[arg(long, env = "SNG_REGISTRY_AUTH_FILE")]
+        auth_file: Option<PathBuf>,
+    },
+}
+
+/// Run one of the commands.
+pub fn run(command: ModuleCommand) -> Result<(), CliError> {
+    match command {
+        ModuleCommand::Push {
+            dir,
+            target,
+            tag,
+            insecure,
+            auth_file,
+        } => push(&dir, &target, &tag, insecure, auth_file.as_deref()),
+    }
+}
+
+fn push(
     dir: &Path,
     target: &str,
     tag: &str,

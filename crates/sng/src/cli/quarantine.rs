@@ -5,8 +5,9 @@
 use clap::{Subcommand, ValueEnum};
 use serde_json::Value;
 
-use crate::cli::{CliError, Global};
+use crate::cli::Global;
 use crate::client::Client;
+use crate::error::CliError;
 
 /// Output of `sng quarantine list`.
 #[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
@@ -62,7 +63,7 @@ pub fn run(g: &Global, command: QuarantineCommand) -> Result<(), CliError> {
                     println!("{}", serde_json::to_string_pretty(&items).expect("json"))
                 }
                 ListOutput::Yaml => print!("{}", serde_yaml::to_string(&items).expect("yaml")),
-                ListOutput::Table => print!("{}", crate::events::columns(&table(&items, all))),
+                ListOutput::Table => print!("{}", crate::table::columns(&table(&items, all))),
             }
             Ok(())
         }
@@ -70,7 +71,7 @@ pub fn run(g: &Global, command: QuarantineCommand) -> Result<(), CliError> {
             let answer = client.post(
                 &format!(
                     "/tenants/{tenant}/quarantine/{}/discard",
-                    crate::events::encode(&id)
+                    crate::client::encode(&id)
                 ),
                 &Value::Object(Default::default()),
             )?;
@@ -133,7 +134,7 @@ mod tests {
                             "reason": "Superseded", "ageSeconds": 300,
                             "nextAction": "discard: sng quarantine discard q-0123456789ab"}),
         ];
-        let out = crate::events::columns(&table(&items, false));
+        let out = crate::table::columns(&table(&items, false));
         let lines: Vec<&str> = out.lines().collect();
         assert!(
             lines[0].starts_with("ID") && lines[0].ends_with("NEXT ACTION"),

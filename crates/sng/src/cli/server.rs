@@ -1,0 +1,105 @@
+//! `sng server`: start the control plane in this process, or run a maintenance task on its data
+//! directory (`rotate-master-key`). The only module of the binary that links `sng-server`: every
+//! client command talks to a server over HTTP and parses its answers with `sng_api::wire`.
+
+use std::path::PathBuf;
+
+use clap::{Args, Subcommand};
+
+use crate::cli::args::parse_duration;
+use crate::error::CliError;
+
+#[derive(Args, Debug)]
+pub struct ServerArgs {
+    /// Offline maintenance of the data directory, the server stopped.
+    #[command(subcommand)]
+    pub maintenance: Option<ServerMaintenance>,
+    /// Directory of the store and the admin token.
+    #[arg(long, env = "SNG_DATA_DIR", default_value = ".sng", global = true)]
+    pub data_dir: PathBuf,
+    /// Address to listen on (port 0 picks a free port, written to DATA_DIR/server.url).
+    #[arg(long, env = "SNG_LISTEN", default_value = "127.0.0.1:7373")]
+    pub listen: String,
+    /// The engine; else `tofu`, else `terraform` on PATH, else `.tools/bin/tofu`.
+    #[arg(long, env = "SNG_ENGINE")]
+    pub engine: Option<PathBuf>,
+    /// Registry `HOST:PORT` reached over plain HTTP (repeatable).
+    #[arg(
+        long = "insecure-registry",
+        env = "SNG_INSECURE_REGISTRIES",
+        value_delimiter = ','
+    )]
+    pub insecure_registries: Vec<String>,
+    /// Global limit of concurrent runs (default: the number of cores).
+    #[arg(long, env = "SNG_MAX_CONCURRENT_RUNS", default_value_t = 0)]
+    pub max_concurrent_runs: usize,
+    /// Filesystem mirror of providers for the engine.
+    #[arg(long, env = "SNG_PROVIDER_MIRROR")]
+    pub provider_mirror: Option<PathBuf>,
+    /// Extra path writable inside run sandboxes (repeatable).
+    #[arg(long = "sandbox-rw", env = "SNG_SANDBOX_RW", value_delimiter = ',')]
+    pub sandbox_rw: Vec<PathBuf>,
+    /// Wall-clock limit of a run (Go duration).
+    #[arg(long, env = "SNG_RUN_TIMEOUT", default_value = "30m", value_parser = parse_duration)]
+    pub run_timeout: std::time::Duration,
+    /// `TF_LOG` level given to the engine (logs are masked whatever the level).
+    #[arg(long, env = "SNG_ENGINE_LOG")]
+    pub engine_log: Option<String>,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum ServerMaintenance {
+    /// Replace DATA_DIR/master.key by a new key and re-wrap every tenant's data key under it
+    /// (the data is not re-encrypted). The server must be stopped.
+    RotateMasterKey,
+}
+
+/// The message of an error with its chain of causes, `: `-separated.
+fn chain(e: &dyn std::error::Error) -> String {
+    let mut msg = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        msg.push_str(&format!(": {s}"));
+        source = s.source();
+    }
+    msg
+}
+
+/// Run `sng server` with its arguments.
+pub fn run(args: ServerArgs) -> Result<(), CliError> {
+    if let Some(ServerMaintenance::RotateMasterKey) = args.maintenance {
+        let r = sng_server::rotate_master_key(&args.data_dir)
+            .map_err(|e| CliError::rejected(chain(&e)))?;
+        println!(
+            "master key rotated: {} -> {} ({} data keys re-wrapped)",
+            r.old_key_id, r.new_key_id, r.rewrapped
+        );
+        return Ok(());
+    }
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("SNG_LOG")
+                .unwrap_or_else(|_| "info".into()),
+        )
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .init();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| CliError::rejected(format!("cannot start the runtime: {e}")))?;
+    let config = sng_server::Config {
+        data_dir: args.data_dir,
+        listen: args.listen,
+        engine: args.engine,
+        insecure_registries: args.insecure_registries,
+        max_concurrent_runs: args.max_concurrent_runs,
+        provider_mirror: args.provider_mirror,
+        sandbox_rw: args.sandbox_rw,
+        run_timeout: args.run_timeout,
+        engine_log: args.engine_log,
+    };
+    runtime
+        .block_on(sng_server::run(config))
+        .map_err(|e| CliError::rejected(chain(&e)))
+}
