@@ -102,8 +102,12 @@ pub fn logs(g: &Global, args: &LogsArgs) -> Result<(), CliError> {
         offset += text.len();
         print!("{text}");
         let _ = std::io::stdout().flush();
-        let running = headers.get("x-sng-run-phase").and_then(|v| v.to_str().ok())
-            == Some(sng_api::run::RunPhase::Running.as_str());
+        // Queued or running: more is to come.
+        let running = headers
+            .get("x-sng-run-phase")
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.parse::<sng_api::run::RunPhase>().ok())
+            .is_some_and(|phase| !phase.is_ended());
         if !args.follow || (!running && text.is_empty()) {
             return Ok(());
         }
