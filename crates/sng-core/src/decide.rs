@@ -104,6 +104,30 @@ pub struct Facts {
     pub next_refresh_at: Option<i64>,
     /// A number in [0, 1) fixed per workspace and per failure count, for jitter.
     pub jitter: f64,
+    /// The tenant's `spec.quotas.runsPerHour`, with the runs it started in the last hour.
+    pub runs_quota: Option<RunsQuota>,
+}
+
+/// A tenant's quota of runs per hour and how much of it is used.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct RunsQuota {
+    /// `spec.quotas.runsPerHour`.
+    pub per_hour: u32,
+    /// Runs of the tenant started in the last hour (this pass's included).
+    pub started: i64,
+    /// The tenant, as the message names it.
+    pub tenant: String,
+}
+
+/// When a run held back by the runs-per-hour quota is looked at again (seconds).
+pub const QUOTA_RECHECK: i64 = 60;
+
+/// A number in [0, 1) fixed by `seed`: the jitter of retries and refreshes (one function for
+/// every caller, so that a seed always gives the same spread).
+pub fn jitter(seed: &str) -> f64 {
+    use sha2::Digest as _;
+    let d = sha2::Sha256::digest(seed.as_bytes());
+    u32::from_le_bytes([d[0], d[1], d[2], d[3]]) as f64 / (u32::MAX as f64 + 1.0)
 }
 
 /// Base of the retry backoff, in seconds.
@@ -133,8 +157,23 @@ fn block(reason: Reason, message: String) -> Action {
     Action::Block(Blocked { reason, message })
 }
 
-/// Decide.
+/// Decide: what the workspace needs, held back when its tenant's runs-per-hour quota is spent.
 pub fn decide(f: &Facts) -> Action {
+    let action = needed(f);
+    match (&action, &f.runs_quota) {
+        (Action::Run { .. }, Some(q)) if q.started >= i64::from(q.per_hour) => block(
+            Reason::QuotaExceeded,
+            format!(
+                "tenant `{}` started {} runs in the last hour (spec.quotas.runsPerHour: {}); the run waits",
+                q.tenant, q.started, q.per_hour
+            ),
+        ),
+        _ => action,
+    }
+}
+
+/// What the workspace needs, quotas aside.
+fn needed(f: &Facts) -> Action {
     if f.active {
         return Action::Idle { requeue_at: None };
     }

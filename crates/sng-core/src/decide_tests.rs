@@ -381,3 +381,91 @@ fn refreshes_are_spread() {
     assert!(firsts.iter().all(|t| (300..=600).contains(t)));
     assert!((540..=660).contains(&next_refresh(0, 600, 0.5)));
 }
+
+#[test]
+fn the_runs_per_hour_quota_holds_back_only_runs() {
+    let quota = |started: i64| {
+        Some(RunsQuota {
+            per_hour: 2,
+            started,
+            tenant: "small".into(),
+        })
+    };
+    let changed = Facts {
+        inputs_hash: "h2".into(),
+        ..ready()
+    };
+    let deleting = Facts {
+        deleting: Some(false),
+        ..ready()
+    };
+    type Check = Box<dyn Fn(&Action) -> bool>;
+    let table: Vec<(&str, Facts, Check)> = vec![
+        (
+            "under the quota: the run starts",
+            Facts {
+                runs_quota: quota(1),
+                ..changed.clone()
+            },
+            Box::new(|a| *a == run(Operation::Apply, Trigger::InputsChanged)),
+        ),
+        (
+            "quota spent: the run waits, named",
+            Facts {
+                runs_quota: quota(2),
+                ..changed.clone()
+            },
+            Box::new(|a| {
+                matches!(a, Action::Block(b) if b.reason == Reason::QuotaExceeded
+                    && b.message.contains("tenant `small` started 2 runs")
+                    && b.message.contains("spec.quotas.runsPerHour: 2"))
+            }),
+        ),
+        (
+            "quota spent, nothing to run: idle",
+            Facts {
+                runs_quota: quota(5),
+                ..ready()
+            },
+            Box::new(|a| *a == Action::Idle { requeue_at: None }),
+        ),
+        (
+            "quota spent, a deletion to finalize: not a run",
+            Facts {
+                runs_quota: quota(5),
+                ..deleting
+            },
+            Box::new(|a| *a == Action::Finalize),
+        ),
+        (
+            "quota spent, another block first: that block",
+            Facts {
+                runs_quota: quota(5),
+                inputs_problem: Some((Reason::SecretNotFound, "no secret".into())),
+                ..changed.clone()
+            },
+            Box::new(blocked("SecretNotFound")),
+        ),
+        (
+            "no quota",
+            Facts {
+                runs_quota: None,
+                ..changed
+            },
+            Box::new(|a| *a == run(Operation::Apply, Trigger::InputsChanged)),
+        ),
+    ];
+    for (name, facts, check) in table {
+        let a = decide(&facts);
+        assert!(check(&a), "{name}: {a:?}");
+    }
+}
+
+#[test]
+fn jitter_is_fixed_by_its_seed_and_spread() {
+    assert_eq!(jitter("ws-1/0"), jitter("ws-1/0"));
+    assert_ne!(jitter("ws-1/0"), jitter("ws-1/1"));
+    let spread: Vec<f64> = (0..200).map(|i| jitter(&format!("w{i}"))).collect();
+    assert!(spread.iter().all(|j| (0.0..1.0).contains(j)));
+    assert!(spread.iter().any(|j| *j < 0.2) && spread.iter().any(|j| *j > 0.8));
+}

@@ -93,12 +93,6 @@ pub struct Concluded {
     pub rejected_approval: bool,
 }
 
-fn jitter_of(seed: &str) -> f64 {
-    use sha2::Digest as _;
-    let d = sha2::Sha256::digest(seed.as_bytes());
-    u32::from_le_bytes([d[0], d[1], d[2], d[3]]) as f64 / (u32::MAX as f64 + 1.0)
-}
-
 /// AwaitingApproval True and Ready False, both with `msg`.
 fn awaiting(st: &mut WorkspaceStatus, msg: &str, now: &str, generation: i64) {
     let reason = Reason::AwaitingApproval.as_str();
@@ -355,7 +349,7 @@ pub fn conclude(status: WorkspaceStatus, e: &Ended, cx: &Context<'_>) -> Conclud
         });
     }
     if let Some((interval, _)) = cx.refresh {
-        let at = next_refresh(cx.now_unix, interval, jitter_of(cx.run_id));
+        let at = next_refresh(cx.now_unix, interval, crate::decide::jitter(cx.run_id));
         st.next_run_at = chrono::DateTime::from_timestamp(at, 0)
             .map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true));
     }

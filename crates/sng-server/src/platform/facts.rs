@@ -315,11 +315,6 @@ pub struct Observed {
     pub dependencies: Vec<DependencyStatus>,
 }
 
-fn jitter(seed: &str, n: i64) -> f64 {
-    let d = Sha256::digest(format!("{seed}/{n}").as_bytes());
-    u32::from_le_bytes([d[0], d[1], d[2], d[3]]) as f64 / (u32::MAX as f64 + 1.0)
-}
-
 /// Observe a workspace.
 pub fn observe(
     store: &Store,
@@ -441,10 +436,12 @@ pub fn observe(
         awaiting,
         approved,
         next_refresh_at,
-        jitter: jitter(
+        jitter: sng_core::decide::jitter(&format!(
+            "{}/{}",
             ws.metadata.uid.as_deref().unwrap_or(name),
-            st.consecutive_failures.unwrap_or(0),
-        ),
+            st.consecutive_failures.unwrap_or(0)
+        )),
+        runs_quota: None,
     };
     Observed {
         facts,

@@ -20,7 +20,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use sng_api::Kind;
-use sng_core::decide::{decide, Action};
+use sng_core::decide::{decide, Action, RunsQuota};
 use sng_runner::RunConfig;
 use sng_store::Store;
 use tokio::sync::Notify;
@@ -224,17 +224,20 @@ impl Platform {
                 }
                 let observed =
                     facts::observe(&self.store, &tenant, &snap, ws, now, false, Some(&view));
-                let mut action = decide(&observed.facts);
-                if let (Action::Run { .. }, Some(max)) = (&action, quotas.runs_per_hour) {
-                    if runs_this_hour >= max as i64 {
-                        action = Action::Block(sng_core::decide::Blocked {
-                            reason: sng_api::run::Reason::QuotaExceeded,
-                            message: format!("tenant `{tenant}` started {runs_this_hour} runs in the last hour (spec.quotas.runsPerHour: {max}); the run waits"),
-                        });
-                        next = Some(next.map_or(now + 60, |n| n.min(now + 60)));
-                    } else {
-                        runs_this_hour += 1;
+                let mut observed = observed;
+                observed.facts.runs_quota = quotas.runs_per_hour.map(|per_hour| RunsQuota {
+                    per_hour,
+                    started: runs_this_hour,
+                    tenant: tenant.clone(),
+                });
+                let action = decide(&observed.facts);
+                match &action {
+                    Action::Run { .. } => runs_this_hour += 1,
+                    Action::Block(b) if b.reason == sng_api::run::Reason::QuotaExceeded => {
+                        let at = now + sng_core::decide::QUOTA_RECHECK;
+                        next = Some(next.map_or(at, |n| n.min(at)));
                     }
+                    _ => {}
                 }
                 status::observe_into_status(&self.store, &tenant, ws, &observed, &action, now);
                 match action {
