@@ -123,7 +123,7 @@ pub(crate) async fn get_log(
         .platform
         .as_ref()
         .ok_or_else(|| ApiError::not_found("no run logs on this server"))?;
-    let path = platform.logs_dir.join(&tenant).join(format!("{id}.log"));
+    let path = platform.log_path(&tenant, &id);
     let bytes = tokio::fs::read(&path).await.unwrap_or_default();
     let from = (q.offset as usize).min(bytes.len());
     let text = String::from_utf8_lossy(&bytes[from..]).into_owned();

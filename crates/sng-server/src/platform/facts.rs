@@ -17,7 +17,7 @@ use std::sync::Mutex;
 
 use sng_store::Versions;
 
-use super::inputs::{gather_noting, InputError, Inputs, Reads};
+use super::inputs::{gather_noting, Inputs, Reads};
 
 /// The workspaces of one tenant and their graph.
 pub struct Snapshot {
@@ -169,23 +169,7 @@ fn inputs_of(
     let (gathered, reads) = gather_noting(store, tenant, ws);
     let (inputs, problem) = match gathered {
         Ok(i) => (Some(i), None),
-        Err(InputError::SecretNotFound(m)) => (None, Some((Reason::SecretNotFound, m))),
-        Err(InputError::ProviderNotFound(p)) => (
-            None,
-            Some((
-                Reason::ProviderNotFound,
-                format!("Provider `{p}` not found; create it"),
-            )),
-        ),
-        Err(InputError::ParentOutputMissing { parent, output }) => (
-            None,
-            Some((
-                Reason::DependencyNotReady,
-                format!("waiting for output `{output}` of workspace `{parent}`"),
-            )),
-        ),
-        Err(InputError::ParentOutputsNotOwned(m)) => (None, Some((Reason::DependencyNotReady, m))),
-        Err(InputError::Other(m)) => (None, Some((Reason::InputsUnavailable, m))),
+        Err(e) => (None, Some(e.reason_and_message())),
     };
     // Checked before any run: nothing is applied into a conflict over the outputs secret.
     let problem = problem.or_else(|| {

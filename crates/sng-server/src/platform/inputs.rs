@@ -4,6 +4,7 @@
 
 use serde_json::{Map, Value};
 use sng_api::provider::ProviderSpec;
+use sng_api::run::Reason;
 use sng_api::secret::DOCKERCONFIGJSON_KEY;
 use sng_api::{Kind, Object, Secret, Workspace};
 use sng_runner::ProviderBlock;
@@ -35,6 +36,26 @@ pub enum InputError {
     /// Anything else (store errors, bad data).
     #[error("{0}")]
     Other(String),
+}
+
+impl InputError {
+    /// The condition reason for a workspace whose inputs cannot be gathered, and what to do
+    /// about it (the reconciler blocks on it; a run that meets it fails with it).
+    pub fn reason_and_message(&self) -> (Reason, String) {
+        match self {
+            InputError::SecretNotFound(m) => (Reason::SecretNotFound, m.clone()),
+            InputError::ProviderNotFound(p) => (
+                Reason::ProviderNotFound,
+                format!("Provider `{p}` not found; create it"),
+            ),
+            InputError::ParentOutputMissing { parent, output } => (
+                Reason::DependencyNotReady,
+                format!("waiting for output `{output}` of workspace `{parent}`"),
+            ),
+            InputError::ParentOutputsNotOwned(m) => (Reason::DependencyNotReady, m.clone()),
+            InputError::Other(m) => (Reason::InputsUnavailable, m.clone()),
+        }
+    }
 }
 
 /// Inputs of one run.

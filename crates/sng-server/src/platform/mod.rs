@@ -133,6 +133,11 @@ impl Platform {
         }
     }
 
+    /// Where the log of run `run_id` of `tenant` is kept: `logs/<tenant>/<run>.log`.
+    pub fn log_path(&self, tenant: &str, run_id: &str) -> PathBuf {
+        self.logs_dir.join(tenant).join(format!("{run_id}.log"))
+    }
+
     /// One reconcile pass over every workspace, starting nothing: the number of runs found due
     /// (benchmarks and tests of the pass).
     pub fn reconcile_pass(&self) -> usize {

@@ -15,7 +15,7 @@ use sng_store::{now_rfc3339, RunRecord, Store};
 use tokio_util::sync::CancellationToken;
 
 use super::facts::inputs_hash;
-use super::inputs::{gather, InputError};
+use super::inputs::gather;
 use super::prepare::{ended_runs, fetch_module, pin_module, platform_outputs, state_backend};
 use super::record::{cause, changed_parts, emit, publish_outputs, run_limits};
 use std::sync::Arc;
@@ -540,13 +540,10 @@ async fn run_inner(
     let inputs = match tokio::task::spawn_blocking(move || gather(&store, &t, &w)).await {
         Ok(Ok(i)) => i,
         Ok(Err(e)) => {
-            let reason = match e {
-                InputError::SecretNotFound(_) => Reason::SecretNotFound,
-                InputError::ParentOutputMissing { .. } | InputError::ParentOutputsNotOwned(_) => {
-                    Reason::DependencyNotReady
-                }
-                InputError::ProviderNotFound(_) => Reason::ProviderNotFound,
-                InputError::Other(_) => Reason::RunFailed,
+            // The reconciler's reason, but a run does not wait: anything else fails it.
+            let reason = match e.reason_and_message().0 {
+                Reason::InputsUnavailable => Reason::RunFailed,
+                r => r,
             };
             return fail(ended, reason, e.to_string());
         }
@@ -618,7 +615,7 @@ async fn run_inner(
         record.correlation_id,
         m.source
     );
-    let log_path = p.logs_dir.join(tenant).join(format!("{run_id}.log"));
+    let log_path = p.log_path(tenant, run_id);
     if let Some(dir) = log_path.parent() {
         let _ = std::fs::create_dir_all(dir);
     }
