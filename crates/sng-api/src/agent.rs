@@ -191,7 +191,7 @@ pub struct PolicyRun {
     pub id: String,
     /// Why it started.
     pub trigger: Trigger,
-    /// What was asked (an approved apply is an `apply`).
+    /// What was asked (policies see an approved apply as an `apply`).
     pub operation: Operation,
     /// The approval it carries out, if any.
     pub approval: Option<Approval>,

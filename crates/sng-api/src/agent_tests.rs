@@ -188,7 +188,8 @@ fn job_specs_and_claims_round_trip() {
         spec: spec(),
         secrets: secrets(),
     };
-    let claim_wire = json!({"spec": serde_json::to_value(spec()).unwrap(), "secrets": secrets_wire});
+    let claim_wire =
+        json!({"spec": serde_json::to_value(spec()).unwrap(), "secrets": secrets_wire});
     round_trips(&[(claim, claim_wire)]);
 }
 
