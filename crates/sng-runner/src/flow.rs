@@ -45,7 +45,7 @@ pub(crate) struct Job<'a> {
 
 impl Job<'_> {
     /// Run the steps; what they learn goes in `out`.
-    pub async fn run(&self, log: &mut RunLog, out: &mut JobOutcome) -> RunResult {
+    pub async fn run(&self, log: &mut RunLog<'_>, out: &mut JobOutcome) -> RunResult {
         let Job {
             cfg,
             input,
@@ -445,7 +445,7 @@ impl Job<'_> {
     /// of the state after the apply; the sensitive values are masked from now on.
     async fn read_outputs(
         &self,
-        log: &mut RunLog,
+        log: &mut RunLog<'_>,
         out: &mut JobOutcome,
         state: crate::outputs::StateRead,
     ) {

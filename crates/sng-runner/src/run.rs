@@ -117,7 +117,7 @@ pub struct RunConfig {
     pub init_cache: Option<PathBuf>,
 }
 
-/// One run: the job, its secrets, and where its module and log are on this machine.
+/// One run: the job, its secrets, and where its module is on this machine.
 #[derive(Debug, Clone)]
 pub struct RunInput {
     /// The job.
@@ -126,12 +126,13 @@ pub struct RunInput {
     pub secrets: Secrets,
     /// The extracted module (read-only), of the spec's digest.
     pub module_dir: PathBuf,
-    /// Masked log file.
-    pub log_path: PathBuf,
 }
 
 /// Run the job. Never panics on engine failures: they are results. Policies are evaluated
-/// with `policies` (child processes bounded in time and memory).
+/// with `policies` (child processes bounded in time and memory). The reporter hears the events
+/// and the masked log; the values in [`JobOutcome::sensitive`] that are not secrets of the job
+/// are known only at the end: the receiver of the log masks them in what it has
+/// ([`crate::report::LogFile::mask_written`]).
 pub async fn execute(
     cfg: &RunConfig,
     policies: &sng_policy::Sandbox,
@@ -152,13 +153,7 @@ pub async fn execute(
     if let Some(p) = &input.secrets.backend_password {
         masker.add(p);
     }
-    let mut log = match RunLog::open(&input.log_path, masker).await {
-        Ok(l) => l,
-        Err(e) => {
-            out.result = RunResult::Failed(format!("cannot open the run log: {e}"));
-            return out;
-        }
-    };
+    let mut log = RunLog::new(reporter, masker);
     let rd = RunDir::new(&cfg.runs_dir, &input.spec.run_id);
     let job = crate::flow::Job {
         cfg,
@@ -186,13 +181,6 @@ pub async fn execute(
     log.line(&summary).await;
     log.flush().await;
     drop(log);
-    if !out.sensitive.is_empty() {
-        // Sensitive outputs are known only now: mask them in what was already written.
-        let masker = Masker::new(&out.sensitive);
-        if let Ok(text) = tokio::fs::read_to_string(&input.log_path).await {
-            let _ = tokio::fs::write(&input.log_path, masker.mask(&text)).await;
-        }
-    }
     if !cfg.keep_run_dirs {
         let _ = tokio::fs::remove_dir_all(&rd.root).await;
     }

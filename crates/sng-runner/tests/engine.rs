@@ -5,9 +5,11 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde_json::{json, Map, Value};
-use sng_api::agent::{JobEvent, JobSpec, ModuleSource, OutputsFrom, Secrets, PROTOCOL_VERSION};
+use sng_api::agent::{
+    JobEvent, JobSpec, LogChunk, ModuleSource, OutputsFrom, Secrets, PROTOCOL_VERSION,
+};
 use sng_runner::{
-    Backend, Engine, JobOutcome, NoReport, Operation, Reporter, RunConfig, RunInput, RunResult,
+    Backend, Engine, JobOutcome, LogFile, Operation, Reporter, RunConfig, RunInput, RunResult,
     Sandbox,
 };
 use tokio_util::sync::CancellationToken;
@@ -76,14 +78,30 @@ fn input(dir: &Path, module_dir: PathBuf, run_id: &str, op: Operation) -> RunInp
         },
         secrets: Secrets::default(),
         module_dir,
-        log_path: dir.join("logs").join(format!("{run_id}.log")),
     }
 }
 
-/// The runner with no reporter and the default policy evaluator.
+/// A reporter that writes the log where the platform does: `logs/<run id>.log`.
+struct ToFile(LogFile);
+
+impl Reporter for ToFile {
+    fn event(&self, _: JobEvent) {}
+    fn log(&self, chunk: LogChunk) {
+        self.0.write(&chunk);
+    }
+}
+
+/// The runner with the log written to `logs/<run id>.log` beside the runs directory (masked
+/// at the end with the sensitive outputs, as the platform does) and the default policy
+/// evaluator.
 async fn execute(cfg: &RunConfig, input: RunInput, cancel: CancellationToken) -> JobOutcome {
+    let dir = cfg.runs_dir.parent().unwrap();
+    let log = LogFile::open(&dir.join("logs").join(format!("{}.log", input.spec.run_id))).unwrap();
+    let reporter = ToFile(log);
     let policies = sng_policy::Sandbox::this_binary();
-    sng_runner::execute(cfg, &policies, input, &NoReport, cancel).await
+    let out = sng_runner::execute(cfg, &policies, input, &reporter, cancel).await;
+    reporter.0.mask_written(&out.sensitive);
+    out
 }
 
 const PET: &str = r#"
@@ -397,6 +415,7 @@ impl Reporter for Heard {
     fn event(&self, event: JobEvent) {
         self.0.lock().unwrap().push(event);
     }
+    fn log(&self, _: LogChunk) {}
 }
 
 #[tokio::test]

@@ -1,16 +1,17 @@
 //! The platform's side of a run's events: the plan goes in the run record as soon as it exists
 //! (a run killed hard keeps it) with `run.planned`; the policy decisions become
-//! `run.policy_checked`; the apply sets the `Applying` condition and emits `run.applying`.
+//! `run.policy_checked`; the apply sets the `Applying` condition and emits `run.applying`. The
+//! masked log goes to the run's log file (what `sng logs` reads, also while the run goes on).
 
 use std::sync::{Arc, Mutex};
 
 use serde_json::json;
-use sng_api::agent::JobEvent;
+use sng_api::agent::{JobEvent, LogChunk};
 use sng_api::conditions::{APPLYING, PLANNING};
 use sng_api::run::Reason;
 use sng_api::workspace::WorkspaceStatus;
 use sng_core::conditions::set;
-use sng_runner::Reporter;
+use sng_runner::{LogFile, Reporter};
 use sng_store::{now_rfc3339, RunRecord, Store};
 
 use super::super::worker::{plan_id, plan_record, write_status};
@@ -24,31 +25,41 @@ pub struct RunReporter {
     generation: i64,
     /// The workspace's status, as the run changes it.
     status: Mutex<WorkspaceStatus>,
+    log: LogFile,
 }
 
 impl RunReporter {
-    /// For the run of `record`, whose workspace (of `generation`) has `status` now.
+    /// For the run of `record`, whose workspace (of `generation`) has `status` now, its log
+    /// appended to `log`.
     pub fn new(
         store: Arc<Store>,
         record: &RunRecord,
         generation: i64,
         status: &WorkspaceStatus,
+        log: LogFile,
     ) -> RunReporter {
         RunReporter {
             store,
             record: record.clone(),
             generation,
             status: Mutex::new(status.clone()),
+            log,
         }
     }
 
-    /// The workspace's status once the run is over.
-    pub fn into_status(self) -> WorkspaceStatus {
+    /// The workspace's status once the run is over; `sensitive` (values learnt at the end of
+    /// the run) masked in its log.
+    pub fn finish(self, sensitive: &[String]) -> WorkspaceStatus {
+        self.log.mask_written(sensitive);
         self.status.into_inner().expect("lock")
     }
 }
 
 impl Reporter for RunReporter {
+    fn log(&self, chunk: LogChunk) {
+        self.log.write(&chunk);
+    }
+
     fn event(&self, event: JobEvent) {
         let (store, rec) = (&self.store, &self.record);
         match event {

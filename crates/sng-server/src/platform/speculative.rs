@@ -27,8 +27,6 @@ pub async fn plan(p: &Platform, tenant: &str, ws: Workspace) -> Result<Value, St
         .map_err(|(reason, msg)| format!("{reason}: {msg}"))?;
     let run_id = format!("spec-{}", &uuid::Uuid::new_v4().simple().to_string()[..12]);
     let state = state_backend(p, tenant, &ws, &run_id).map_err(|(_, message)| message)?;
-    // The log of a speculative plan is not kept (nothing is written for it).
-    let log_path = p.runner.runs_dir.join(format!("{run_id}.log"));
     let job = jobspec::Job {
         run_id: &run_id,
         tenant,
@@ -43,18 +41,17 @@ pub async fn plan(p: &Platform, tenant: &str, ws: Workspace) -> Result<Value, St
         spec: claim.spec,
         secrets: claim.secrets,
         module_dir,
-        log_path: log_path.clone(),
     };
     let out = sng_runner::execute(
         &p.runner,
         &p.policy,
         input,
+        // The log of a speculative plan is not kept (nothing is written for it).
         &NoReport,
         CancellationToken::new(),
     )
     .await;
     let _ = p.store.run_tokens_revoke(Some(&run_id));
-    let _ = std::fs::remove_file(&log_path);
     match (out.result, out.plan) {
         (RunResult::Succeeded, Some(plan)) => {
             let c = plan.counts;

@@ -603,6 +603,13 @@ async fn run_inner(
         let _ = std::fs::create_dir_all(dir);
     }
     let _ = std::fs::write(&log_path, format!("{header}\n"));
+    let log = match sng_runner::LogFile::open(&log_path) {
+        Ok(log) => log,
+        Err(e) => {
+            let m = format!("cannot open the run log: {e}");
+            return fail(ended, Reason::RunFailed, m);
+        }
+    };
     let claim = super::prepare::jobspec::for_run(
         p,
         ws,
@@ -616,13 +623,12 @@ async fn run_inner(
         spec: claim.spec,
         secrets: claim.secrets,
         module_dir,
-        log_path,
     };
     let generation = ws.metadata.generation.unwrap_or(0);
     let reporter =
-        super::record::reporter::RunReporter::new(p.store.clone(), record, generation, st);
+        super::record::reporter::RunReporter::new(p.store.clone(), record, generation, st, log);
     let out = sng_runner::execute(&p.runner, &p.policy, input, &reporter, cancel).await;
-    *st = reporter.into_status();
+    *st = reporter.finish(&out.sensitive);
     record.steps = out.steps.clone();
     if out.steps.iter().any(|(step, _)| step == "init-reused") {
         p.stats
