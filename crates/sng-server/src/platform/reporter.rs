@@ -103,3 +103,78 @@ impl Reporter for RunReporter {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sng_api::agent::{Plan, PlanCounts, PolicyDecision};
+    use sng_api::governance::Enforcement;
+
+    #[test]
+    fn the_plan_the_decisions_the_apply_and_the_log_are_recorded_as_they_come() {
+        let store = Arc::new(Store::open_in_memory().unwrap());
+        let record = RunRecord {
+            id: "run-1".into(),
+            tenant: "default".into(),
+            workspace: "w".into(),
+            generation: 2,
+            correlation_id: "corr-1".into(),
+            created_at: now_rfc3339(),
+            ..RunRecord::default()
+        };
+        store.run_put(&record).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("default/run-1.log");
+        let log = LogFile::open(&path).unwrap();
+        let status = WorkspaceStatus::default();
+        let reporter = RunReporter::new(store.clone(), &record, 2, &status, log);
+
+        reporter.log(LogChunk {
+            seq: 0,
+            text: "==> sng: plan\noutput = late-sensitive-77\n".into(),
+        });
+        let plan = Plan {
+            counts: PlanCounts {
+                add: 1,
+                ..PlanCounts::default()
+            },
+            hash: "sha256:h".into(),
+            changes: vec![],
+            drift: vec![],
+            unknown: vec![],
+        };
+        reporter.event(JobEvent::Planned { plan });
+        let planned = store.run_get("default", "run-1").unwrap().unwrap();
+        assert_eq!(planned.plan_hash.as_deref(), Some("sha256:h"));
+        let plan_id = plan_id("run-1", "sha256:h");
+        assert_eq!(planned.plan.as_ref().unwrap()["id"], plan_id.as_str());
+
+        let decision = PolicyDecision {
+            policy: "p".into(),
+            enforcement: Enforcement::Advisory,
+            messages: vec!["m".into()],
+            error: None,
+        };
+        reporter.event(JobEvent::PolicyDecisions {
+            decisions: vec![decision],
+        });
+        reporter.event(JobEvent::StepStarted {
+            step: "apply".into(),
+        });
+        reporter.event(JobEvent::Applying);
+        let status = reporter.finish(&["late-sensitive-77".to_string()]);
+        assert!(sng_core::conditions::is_true(&status, APPLYING));
+        assert!(!sng_core::conditions::is_true(&status, PLANNING));
+
+        let events = store.events("default", Some("w"), 10).unwrap();
+        let types: Vec<&str> = events.iter().rev().map(|e| e.event_type.as_str()).collect();
+        assert_eq!(types, ["run.planned", "run.policy_checked", "run.applying"]);
+        assert_eq!(events[2].data["planId"], plan_id.as_str());
+        assert_eq!(events[1].data["decisions"][0]["policy"], "p");
+        assert!(events.iter().all(|e| e.correlation_id == "corr-1"));
+
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(text.starts_with("==> sng: plan\n"), "{text}");
+        assert!(!text.contains("late-sensitive-77"), "{text}");
+    }
+}
