@@ -209,8 +209,9 @@ pub struct Approval {
     pub at: String,
 }
 
-/// The secret part of a job: given only to whoever claimed it, never stored with the job.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+/// The secret part of a job: given only to whoever claimed it, never stored with the job. Its
+/// `Debug` names what it holds, never a value.
+#[derive(Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Secrets {
     /// Extra environment: `TF_VAR_*` of secret variables and parents' outputs, provider env,
@@ -227,8 +228,8 @@ pub struct Secrets {
     pub mask: Vec<String>,
 }
 
-/// The value of one secret attribute of a provider block.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// The value of one secret attribute of a provider block (its `Debug` hides the value).
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ProviderValue {
     /// Index of the block in [`JobSpec::providers`].
@@ -238,6 +239,36 @@ pub struct ProviderValue {
     /// Value.
     pub value: String,
 }
+
+impl std::fmt::Debug for Secrets {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let names: Vec<&str> = self.env.iter().map(|(k, _)| k.as_str()).collect();
+        let imports: Vec<&str> = self.imports.iter().map(|i| i.to.as_str()).collect();
+        f.debug_struct("Secrets")
+            .field("env", &names)
+            .field(
+                "backend_password",
+                &self.backend_password.as_ref().map(|_| REDACTED),
+            )
+            .field("provider_values", &self.provider_values)
+            .field("imports", &imports)
+            .field("mask", &self.mask.len())
+            .finish()
+    }
+}
+
+impl std::fmt::Debug for ProviderValue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ProviderValue")
+            .field("provider", &self.provider)
+            .field("attribute", &self.attribute)
+            .field("value", &REDACTED)
+            .finish()
+    }
+}
+
+/// What `Debug` shows for a secret value.
+const REDACTED: &str = "<redacted>";
 
 /// The answer to a claim: the job and its secrets.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

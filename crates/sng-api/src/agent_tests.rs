@@ -208,6 +208,18 @@ fn a_job_spec_holds_no_secret_value() {
     for canary in [CANARY_ENV, CANARY_PASSWORD, CANARY_PROVIDER, CANARY_IMPORT] {
         assert!(claim.contains(canary), "{canary}");
     }
+    // Printed for debugging, the claim names its secrets and shows none.
+    let printed = format!(
+        "{:?}",
+        Claim {
+            spec: spec(),
+            secrets: secrets()
+        }
+    );
+    for canary in [CANARY_ENV, CANARY_PASSWORD, CANARY_PROVIDER, CANARY_IMPORT] {
+        assert!(!printed.contains(canary), "{canary} in {printed}");
+    }
+    assert!(printed.contains("TF_VAR_password") && printed.contains("aws_iam_user.u"));
 }
 
 #[test]
