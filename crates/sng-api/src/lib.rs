@@ -2,6 +2,7 @@
 //! No I/O here: everything is pure and tested by tables.
 #![forbid(unsafe_code)]
 
+pub mod agent;
 pub mod conditions;
 pub mod error;
 pub mod governance;

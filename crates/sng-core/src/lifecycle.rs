@@ -10,24 +10,9 @@ use sng_api::workspace::{ApplyResult, ApplySummary, LockStatus, WorkspaceStatus}
 use crate::conditions::{is_true, set};
 use crate::decide::next_refresh;
 
-/// How the engine's run ended (the runner's result, in the platform's words).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Outcome {
-    /// Everything asked was done.
-    Succeeded,
-    /// A step failed (masked message).
-    Failed(String),
-    /// Stopped by a cancel, the deadline or a server stop.
-    Interrupted(String),
-    /// Somebody else holds the state lock.
-    StateLocked(String),
-    /// The plan of the current reality differs from the approved one: nothing applied.
-    Rejected(String),
-    /// A mandatory policy denied the plan: nothing applied.
-    PolicyDenied(String),
-    /// The plan holds actions the platform does not know: it awaits a review.
-    NeedsReview(String),
-}
+/// How the engine's run ended: the runner protocol's outcome (defined in `sng-api`, which
+/// the runner and the lifecycle both depend on).
+pub use sng_api::agent::Outcome;
 
 /// A run's end, as the worker saw it.
 #[derive(Debug, Clone, PartialEq)]

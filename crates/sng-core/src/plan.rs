@@ -1,37 +1,12 @@
 //! Summary of a saved plan (`show -json`): counts as the CLI prints them, and a hash of
 //! `resource_changes` that identifies what the plan would do.
 
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-/// Counts of a plan, as `Plan: N to add, N to change, N to destroy, N to import`, with the
-/// actions that change only the state: resources forgotten (a `removed` block with
-/// `lifecycle { destroy = false }`) and moved (a `moved` block, `previous_address`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PlanCounts {
-    /// Resources to create (replacements count here too).
-    pub add: i64,
-    /// Resources to update in place.
-    pub change: i64,
-    /// Resources to destroy (replacements count here too).
-    pub destroy: i64,
-    /// Resources to import.
-    pub import: i64,
-    /// Resources removed from the state, left in place (`forget`).
-    #[serde(default)]
-    pub forget: i64,
-    /// Resources whose address changes in the state (`moved`).
-    #[serde(default, rename = "move")]
-    pub moved: i64,
-}
-
-impl PlanCounts {
-    /// Whether the plan changes any resource or the state.
-    pub fn has_changes(&self) -> bool {
-        self.add + self.change + self.destroy + self.import + self.forget + self.moved > 0
-    }
-}
+/// Counts of a plan: the runner protocol's (defined in `sng-api`, which the runner and the
+/// platform both depend on).
+pub use sng_api::agent::PlanCounts;
 
 /// The action lists the platform knows how to count. Anything else the engine plans is named
 /// by [`unknown_actions`] and goes to review.

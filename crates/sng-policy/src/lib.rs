@@ -25,7 +25,6 @@ use std::time::Duration;
 
 use regorus::utils::limits::{ExecutionTimerConfig, LimitError};
 use regorus::{Engine, Value};
-use serde::{Deserialize, Serialize};
 pub use sng_api::governance::Enforcement;
 
 pub use sng_core::redact::{redact_plan, REDACTED, SENSITIVE};
@@ -55,31 +54,9 @@ pub struct PolicyInput<'a> {
     pub rego: &'a str,
 }
 
-/// The result of one policy on one run.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Decision {
-    /// The policy's name.
-    pub policy: String,
-    /// Its enforcement.
-    pub enforcement: Enforcement,
-    /// The elements of its `deny` set, sorted: strings as they are, an object's string `msg`
-    /// field (the Conftest convention), any other value as compact JSON. Empty when it allows.
-    #[serde(default)]
-    pub messages: Vec<String>,
-    /// Why it could not be evaluated (invalid module, evaluation error, `deny` not a set, time
-    /// limit). Absent when it was.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
-}
-
-impl Decision {
-    /// True when this decision stops the run: a mandatory policy that denied or failed.
-    pub fn blocks(&self) -> bool {
-        self.enforcement == Enforcement::Mandatory
-            && (!self.messages.is_empty() || self.error.is_some())
-    }
-}
+/// The result of one policy on one run: the runner protocol's (defined in `sng-api`: it
+/// travels in the runner's events).
+pub use sng_api::agent::PolicyDecision as Decision;
 
 /// True when any decision stops the run: a mandatory policy with messages or with an error
 /// (fail closed). Advisory policies never block, whatever they say or however they fail.

@@ -2,16 +2,18 @@
 //! line, masked, appended to the run log; interrupted on cancel or timeout (SIGINT to the
 //! engine's processes, a grace period, then SIGKILL to the group).
 
-use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::{kill, killpg, Signal};
 use nix::unistd::Pid;
+use sng_api::agent::LogChunk;
 use sng_core::mask::Masker;
-use tokio::io::{AsyncBufReadExt as _, AsyncReadExt as _, AsyncWriteExt as _, BufReader};
+use tokio::io::{AsyncBufReadExt as _, AsyncReadExt as _, BufReader};
 use tokio::process::Command;
 use tokio_util::sync::CancellationToken;
+
+use crate::report::Reporter;
 
 /// How a command ended.
 #[derive(Debug, Default)]
@@ -34,47 +36,49 @@ pub struct StepOutcome {
     pub elapsed: Duration,
 }
 
-/// Append-only masked log of a run. The file is what a follower reads while the run goes on:
-/// lines that may hold values not yet known to the masker are held back ([`RunLog::hold`])
-/// and written, masked with what is known by then, on [`RunLog::release`].
-pub struct RunLog {
-    file: tokio::fs::File,
+/// The masked log of a run, sent to its reporter line by line. Lines that may hold values
+/// not yet known to the masker are held back ([`RunLog::hold`]) and sent, masked with what is
+/// known by then, on [`RunLog::release`].
+pub struct RunLog<'a> {
+    reporter: &'a dyn Reporter,
     masker: Masker,
-    /// Lines held back (not masked yet: the masker learns more before they are written).
+    /// Lines held back (not masked yet: the masker learns more before they are sent).
     held: Option<Vec<String>>,
+    /// The next chunk's position.
+    seq: u64,
 }
 
-impl RunLog {
-    /// Open (create) the log file.
-    pub async fn open(path: &Path, masker: Masker) -> std::io::Result<RunLog> {
-        if let Some(dir) = path.parent() {
-            tokio::fs::create_dir_all(dir).await?;
-        }
-        let file = tokio::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(path)
-            .await?;
-        Ok(RunLog {
-            file,
+impl<'a> RunLog<'a> {
+    /// A log told to `reporter`, masked by `masker`.
+    pub fn new(reporter: &'a dyn Reporter, masker: Masker) -> RunLog<'a> {
+        RunLog {
+            reporter,
             masker,
             held: None,
-        })
+            seq: 0,
+        }
     }
 
-    /// Write one line, masked (or hold it back while held).
+    /// Send one line, masked (or hold it back while held).
     pub async fn line(&mut self, text: &str) {
         if let Some(held) = &mut self.held {
             held.push(text.to_string());
             return;
         }
-        self.write_masked(text).await;
+        let mut masked = self.masker.mask(text);
+        masked.push('\n');
+        self.send(masked);
     }
 
-    async fn write_masked(&mut self, text: &str) {
-        let masked = self.masker.mask(text);
-        let _ = self.file.write_all(masked.as_bytes()).await;
-        let _ = self.file.write_all(b"\n").await;
+    fn send(&mut self, text: String) {
+        if text.is_empty() {
+            return;
+        }
+        self.reporter.log(LogChunk {
+            seq: self.seq,
+            text,
+        });
+        self.seq += 1;
     }
 
     /// The masker of this run.
@@ -96,18 +100,19 @@ impl RunLog {
         self.held.get_or_insert_with(Vec::new);
     }
 
-    /// Write the lines held back, masked with every value known now, and stop holding.
+    /// Send the lines held back (one chunk), masked with every value known now, and stop
+    /// holding.
     pub async fn release(&mut self) {
+        let mut text = String::new();
         for line in self.held.take().unwrap_or_default() {
-            self.write_masked(&line).await;
+            text.push_str(&self.masker.mask(&line));
+            text.push('\n');
         }
-        self.flush().await;
+        self.send(text);
     }
 
-    /// Flush to disk (lines held back stay held).
-    pub async fn flush(&mut self) {
-        let _ = self.file.flush().await;
-    }
+    /// Nothing to flush: every chunk is handed over as it is made (lines held back stay held).
+    pub async fn flush(&mut self) {}
 }
 
 /// Send `sig` to every process of the group except bubblewrap itself (bwrap dies on SIGINT and
@@ -140,7 +145,7 @@ fn signal_engine(pgid: u32, sig: Signal) {
 /// Run one command to its end, or until cancel/deadline (then interrupt, grace, kill).
 pub async fn run_step(
     mut cmd: Command,
-    log: &mut RunLog,
+    log: &mut RunLog<'_>,
     capture_stdout: bool,
     cancel: &CancellationToken,
     deadline: Instant,
@@ -236,29 +241,40 @@ pub async fn run_step(
 mod tests {
     use super::*;
 
+    /// The log as a reporter receives it.
+    #[derive(Default)]
+    struct Collected(std::sync::Mutex<String>, std::sync::Mutex<Vec<u64>>);
+
+    impl Reporter for Collected {
+        fn event(&self, _: sng_api::agent::JobEvent) {}
+        fn log(&self, chunk: LogChunk) {
+            self.0.lock().unwrap().push_str(&chunk.text);
+            self.1.lock().unwrap().push(chunk.seq);
+        }
+    }
+
     #[tokio::test]
     async fn held_lines_are_written_only_when_released_and_masked_with_what_is_known_then() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("run.log");
-        let mut log = RunLog::open(&path, Masker::new(["known-secret"]))
-            .await
-            .unwrap();
+        let collected = Collected::default();
+        let mut log = RunLog::new(&collected, Masker::new(["known-secret"]));
         log.line("before known-secret").await;
         log.hold();
         log.line("prior state: old-canary-1234").await;
         log.flush().await;
-        let text = std::fs::read_to_string(&path).unwrap();
+        let text = collected.0.lock().unwrap().clone();
         assert!(!text.contains("old-canary"), "held back: {text}");
         log.mask_also(&["old-canary-1234".to_string()]);
         log.release().await;
         log.line("after old-canary-1234").await;
         log.flush().await;
-        let text = std::fs::read_to_string(&path).unwrap();
+        let text = collected.0.lock().unwrap().clone();
         assert!(
             !text.contains("old-canary") && !text.contains("known-secret"),
             "{text}"
         );
         assert_eq!(text.lines().count(), 3, "{text}");
         assert!(text.contains("prior state: "), "{text}");
+        // One chunk a line, the held lines in one: numbered without gaps.
+        assert_eq!(*collected.1.lock().unwrap(), [0, 1, 2]);
     }
 }

@@ -4,21 +4,8 @@
 
 use std::path::{Path, PathBuf};
 
-/// Limits of one run.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub struct Limits {
-    /// Bytes of memory (engine and providers together).
-    pub memory_bytes: Option<u64>,
-    /// CPU, in thousandths of a core.
-    pub cpu_millis: Option<u64>,
-}
-
-impl Limits {
-    /// Whether any limit is set.
-    pub fn is_empty(&self) -> bool {
-        self.memory_bytes.is_none() && self.cpu_millis.is_none()
-    }
-}
+/// Limits of one run (a field of the job spec).
+pub use sng_api::agent::Limits;
 
 const ROOT: &str = "/sys/fs/cgroup";
 

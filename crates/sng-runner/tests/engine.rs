@@ -5,7 +5,13 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde_json::{json, Map, Value};
-use sng_runner::{execute, Backend, Engine, Operation, RunConfig, RunInput, RunResult, Sandbox};
+use sng_api::agent::{
+    JobEvent, JobSpec, LogChunk, ModuleSource, OutputsFrom, Secrets, PROTOCOL_VERSION,
+};
+use sng_runner::{
+    Backend, Engine, JobOutcome, LogFile, Operation, Reporter, RunConfig, RunInput, RunResult,
+    Sandbox,
+};
 use tokio_util::sync::CancellationToken;
 
 fn engine() -> Option<Engine> {
@@ -46,29 +52,56 @@ fn module(dir: &Path, body: &str) -> PathBuf {
 
 fn input(dir: &Path, module_dir: PathBuf, run_id: &str, op: Operation) -> RunInput {
     RunInput {
-        run_id: run_id.into(),
-        tenant: "default".into(),
-        module_dir,
-        vars: Map::new(),
-        env: vec![],
-        providers: vec![],
-        imports: vec![],
-        backend: Backend::Local {
-            path: dir.join("state.tfstate").display().to_string(),
+        spec: JobSpec {
+            version: PROTOCOL_VERSION,
+            run_id: run_id.into(),
+            tenant: "default".into(),
+            workspace: "ws".into(),
+            operation: op,
+            module: ModuleSource {
+                source: "oci://test/module".into(),
+                digest: "sha256:test".into(),
+            },
+            vars: Map::new(),
+            providers: vec![],
+            imports: vec![],
+            backend: Backend::Local {
+                path: dir.join("state.tfstate").display().to_string(),
+            },
+            outputs: OutputsFrom::StatePull,
+            no_lock: false,
+            expected_plan_hash: None,
+            hold_destroys: false,
+            limits: Default::default(),
+            stale_lock_runs: vec![],
+            policies: Default::default(),
         },
-        backend_password: None,
-        operation: op,
-        secrets: vec![],
-        log_path: dir.join("logs").join(format!("{run_id}.log")),
-        progress: None,
-        stale_lock_runs: vec![],
-        limits: Default::default(),
-        expected_plan_hash: None,
-        no_lock: false,
-        outputs_source: None,
-        pre_apply: None,
-        hold_destroys: false,
+        secrets: Secrets::default(),
+        module_dir,
     }
+}
+
+/// A reporter that writes the log where the platform does: `logs/<run id>.log`.
+struct ToFile(LogFile);
+
+impl Reporter for ToFile {
+    fn event(&self, _: JobEvent) {}
+    fn log(&self, chunk: LogChunk) {
+        self.0.write(&chunk);
+    }
+}
+
+/// The runner with the log written to `logs/<run id>.log` beside the runs directory (masked
+/// at the end with the sensitive outputs, as the platform does) and the default policy
+/// evaluator.
+async fn execute(cfg: &RunConfig, input: RunInput, cancel: CancellationToken) -> JobOutcome {
+    let dir = cfg.runs_dir.parent().unwrap();
+    let log = LogFile::open(&dir.join("logs").join(format!("{}.log", input.spec.run_id))).unwrap();
+    let reporter = ToFile(log);
+    let policies = sng_policy::Sandbox::this_binary();
+    let out = sng_runner::execute(cfg, &policies, input, &reporter, cancel).await;
+    reporter.0.mask_written(&out.sensitive);
+    out
 }
 
 const PET: &str = r#"
@@ -100,9 +133,11 @@ async fn apply_publishes_outputs_and_masks_secrets() {
         "run-1",
         Operation::Apply,
     );
-    inp.vars.insert("prefix".into(), json!("demo"));
-    inp.env.push(("TF_VAR_password".into(), canary.into()));
-    inp.secrets.push(canary.into());
+    inp.spec.vars.insert("prefix".into(), json!("demo"));
+    inp.secrets
+        .env
+        .push(("TF_VAR_password".into(), canary.into()));
+    inp.secrets.mask.push(canary.into());
     let out = execute(&cfg, inp, CancellationToken::new()).await;
     assert_eq!(out.result, RunResult::Succeeded, "{:?}", out.result);
     let plan = out.plan.unwrap();
@@ -140,8 +175,11 @@ async fn apply_publishes_outputs_and_masks_secrets() {
         "run-2",
         Operation::Plan,
     );
-    again.vars.insert("prefix".into(), json!("demo"));
-    again.env.push(("TF_VAR_password".into(), canary.into()));
+    again.spec.vars.insert("prefix".into(), json!("demo"));
+    again
+        .secrets
+        .env
+        .push(("TF_VAR_password".into(), canary.into()));
     let out = execute(&cfg, again, CancellationToken::new()).await;
     assert_eq!(out.result, RunResult::Succeeded);
     assert!(!out.plan.unwrap().counts.has_changes());
@@ -216,7 +254,7 @@ async fn the_memory_limit_is_enforced_where_the_machine_allows() {
     let cfg = config(engine, dir.path());
     let m = module(dir.path(), "resource \"terraform_data\" \"x\" {}\n");
     let mut inp = input(dir.path(), m, "run-tiny", Operation::Apply);
-    inp.limits = sng_runner::Limits {
+    inp.spec.limits = sng_runner::Limits {
         memory_bytes: Some(8 * 1024 * 1024),
         cpu_millis: Some(500),
     };
@@ -242,12 +280,11 @@ async fn an_identical_directory_reuses_init_and_falls_back_when_it_does_not_fit(
     let m = module(dir.path(), "resource \"terraform_data\" \"a\" { input = var.x }\nvariable \"x\" {}\noutput \"x\" { value = terraform_data.a.output }\n");
     let run = |id: &str, x: &str, op| {
         let mut i = input(dir.path(), m.clone(), id, op);
-        i.vars.insert("x".into(), json!(x));
+        i.spec.vars.insert("x".into(), json!(x));
         i
     };
-    let names = |o: &sng_runner::RunOutput| -> Vec<String> {
-        o.steps.iter().map(|(s, _)| s.clone()).collect()
-    };
+    let names =
+        |o: &JobOutcome| -> Vec<String> { o.steps.iter().map(|(s, _)| s.clone()).collect() };
 
     let first = execute(
         &cfg,
@@ -364,8 +401,51 @@ async fn an_unknown_action_is_not_applied_without_approval() {
     );
     // approved (the hash of that plan): applied
     let mut approved = input(dir.path(), m, "run-unknown-2", Operation::Apply);
-    approved.expected_plan_hash = Some(plan.hash);
+    approved.spec.expected_plan_hash = Some(plan.hash);
     let out = execute(&cfg, approved, CancellationToken::new()).await;
     assert_eq!(out.result, RunResult::Succeeded, "{out:?}");
     assert!(out.steps.iter().any(|(s, _)| s == "apply"));
+}
+
+/// What a reporter hears, in order.
+#[derive(Default)]
+struct Heard(std::sync::Mutex<Vec<JobEvent>>);
+
+impl Reporter for Heard {
+    fn event(&self, event: JobEvent) {
+        self.0.lock().unwrap().push(event);
+    }
+    fn log(&self, _: LogChunk) {}
+}
+
+#[tokio::test]
+async fn the_reporter_hears_each_step_the_plan_and_the_apply_in_order() {
+    let Some(engine) = engine() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(engine, dir.path());
+    let m = module(
+        dir.path(),
+        "resource \"terraform_data\" \"a\" { input = 1 }\n",
+    );
+    let heard = Heard::default();
+    let policies = sng_policy::Sandbox::this_binary();
+    let inp = input(dir.path(), m, "run-heard", Operation::Apply);
+    let out = sng_runner::execute(&cfg, &policies, inp, &heard, CancellationToken::new()).await;
+    assert_eq!(out.result, RunResult::Succeeded, "{:?}", out.result);
+    let step = |s: &str| JobEvent::StepStarted { step: s.into() };
+    let heard = heard.0.into_inner().unwrap();
+    assert_eq!(
+        heard,
+        [
+            step("init"),
+            step("plan"),
+            step("show"),
+            JobEvent::Planned {
+                plan: out.plan.clone().unwrap()
+            },
+            JobEvent::Applying,
+            step("apply"),
+            step("state-pull"),
+        ]
+    );
 }

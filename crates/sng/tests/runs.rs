@@ -169,6 +169,13 @@ fn workspaces_of_one_module_share_init_but_never_state() {
         Some("init-reused"),
         "the second workspace of the module starts no init"
     );
+    for name in ["pet-a", "pet-b"] {
+        assert_eq!(
+            steps(name).last().map(String::as_str),
+            Some("apply"),
+            "the outputs come from the platform-held state, not from a state pull"
+        );
+    }
     assert_eq!(
         secret_value(&server, "pet-a-outputs", "name"),
         "alpha-pet0-pet1"

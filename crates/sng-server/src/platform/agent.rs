@@ -106,7 +106,8 @@ pub struct Lease {
 }
 
 impl Lease {
-    fn new(job: Job) -> Lease {
+    /// The lease of a claimed job.
+    pub(crate) fn new(job: Job) -> Lease {
         Lease {
             job,
             lost: AtomicBool::new(false),

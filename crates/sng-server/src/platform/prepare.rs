@@ -2,13 +2,14 @@
 //! plans: the module's tag resolved to a digest with the registry credentials of the inputs, and
 //! the state backend with what the run must be given for it.
 
-use serde_json::{json, Value};
 use sng_api::Workspace;
 use sng_oci::{Credentials, ModuleRef};
-use sng_runner::{Backend, OutputsSource};
+use sng_runner::Backend;
 
 use super::inputs::Inputs;
 use super::Platform;
+
+// The job spec a run is given (in `platform/`; declared here, beside what it is built from).
 
 /// The module of a run, pinned.
 pub struct PinnedModule {
@@ -120,17 +121,6 @@ pub fn state_backend(
             })
         }
     }
-}
-
-/// The outputs of the state the platform holds for a workspace, read after the apply (no
-/// engine process for them).
-pub fn platform_outputs(p: &Platform, tenant: &str, name: &str) -> OutputsSource {
-    let (store, t, n) = (p.store.clone(), tenant.to_string(), name.to_string());
-    std::sync::Arc::new(move || {
-        let body = store.state_get(&t, &n).ok()??;
-        let state: Value = serde_json::from_slice(&body).ok()?;
-        Some(state.get("outputs").cloned().unwrap_or_else(|| json!({})))
-    })
 }
 
 /// The latest earlier runs of a workspace. A workspace has one run at a time: while this one

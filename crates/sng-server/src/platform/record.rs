@@ -11,6 +11,9 @@ use sng_store::{RunRecord, Store};
 
 use super::worker::OUTPUTS_OWNER_LABEL;
 
+// What the platform does with a run's events (in `platform/`; declared here, beside the events
+// and records it writes).
+
 /// Emit an event of a run (never blocks the run: errors are logged).
 pub(super) fn emit(store: &Store, record: &RunRecord, event_type: &str, data: Value) {
     if let Err(e) = crate::events::emit_event(

@@ -4,10 +4,11 @@
 
 use serde_json::{json, Value};
 use sng_api::Workspace;
-use sng_runner::{Operation, RunInput, RunResult};
+use sng_runner::{NoReport, Operation, RunInput, RunResult};
 use tokio_util::sync::CancellationToken;
 
 use super::inputs::gather;
+use super::jobspec;
 use super::prepare::{fetch_module, pin_module, state_backend};
 use super::Platform;
 
@@ -27,37 +28,31 @@ pub async fn plan(p: &Platform, tenant: &str, ws: Workspace) -> Result<Value, St
         .map_err(|(reason, msg)| format!("{reason}: {msg}"))?;
     let run_id = format!("spec-{}", &uuid::Uuid::new_v4().simple().to_string()[..12]);
     let state = state_backend(p, tenant, &ws, &run_id).map_err(|(_, message)| message)?;
-    let mut env = inputs.env.clone();
-    env.extend(state.env);
-    let mut secrets = inputs.secrets.clone();
-    secrets.extend(state.secrets);
-    // The log of a speculative plan is not kept (nothing is written for it).
-    let log_path = p.runner.runs_dir.join(format!("{run_id}.log"));
-    let input = RunInput {
-        run_id: run_id.clone(),
-        tenant: tenant.to_string(),
-        module_dir,
-        vars: inputs.vars.clone(),
-        env,
-        providers: inputs.providers.clone(),
-        imports: inputs.imports.clone(),
-        backend: state.backend,
-        backend_password: state.password,
+    let job = jobspec::Job {
+        run_id: &run_id,
+        tenant,
+        workspace: &name,
         operation: Operation::Plan,
-        secrets,
-        log_path: log_path.clone(),
-        progress: None,
-        stale_lock_runs: vec![],
-        expected_plan_hash: None,
-        no_lock: true,
-        limits: Default::default(),
-        pre_apply: None,
-        hold_destroys: false,
-        outputs_source: None,
+        source: &ws.spec.module.source,
+        digest: &digest,
     };
-    let out = sng_runner::execute(&p.runner, input, CancellationToken::new()).await;
+    let mut claim = jobspec::claim(job, &inputs, state);
+    claim.spec.no_lock = true;
+    let input = RunInput {
+        spec: claim.spec,
+        secrets: claim.secrets,
+        module_dir,
+    };
+    let out = sng_runner::execute(
+        &p.runner,
+        &p.policy,
+        input,
+        // The log of a speculative plan is not kept (nothing is written for it).
+        &NoReport,
+        CancellationToken::new(),
+    )
+    .await;
     let _ = p.store.run_tokens_revoke(Some(&run_id));
-    let _ = std::fs::remove_file(&log_path);
     match (out.result, out.plan) {
         (RunResult::Succeeded, Some(plan)) => {
             let c = plan.counts;

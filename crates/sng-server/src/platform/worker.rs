@@ -16,8 +16,8 @@ use tokio_util::sync::CancellationToken;
 
 use super::facts::inputs_hash;
 use super::inputs::gather;
-use super::prepare::{ended_runs, fetch_module, pin_module, platform_outputs, state_backend};
-use super::record::{cause, changed_parts, emit, publish_outputs, run_limits};
+use super::prepare::{fetch_module, pin_module, state_backend};
+use super::record::{cause, changed_parts, emit, publish_outputs};
 use std::sync::Arc;
 
 use super::agent::Lease;
@@ -36,7 +36,7 @@ fn load(store: &Store, tenant: &str, name: &str) -> Option<Workspace> {
     }
 }
 
-fn write_status(store: &Store, tenant: &str, name: &str, status: &WorkspaceStatus) {
+pub(super) fn write_status(store: &Store, tenant: &str, name: &str, status: &WorkspaceStatus) {
     let value = serde_json::to_value(status).expect("status serializes");
     if let Err(e) = store.update_status(Kind::Workspace, tenant, name, None, &value) {
         tracing::warn!(tenant, workspace = name, error = %e, "cannot write status");
@@ -124,7 +124,7 @@ fn remove_leftovers(
 
 /// The plan as a run record keeps it: counts, hash, and per resource its address, actions and
 /// the names of the attributes that change — never their values (a value may be secret).
-fn plan_record(
+pub(super) fn plan_record(
     id: &str,
     plan: &sng_runner::PlanResult,
     approved_hash: Option<String>,
@@ -164,7 +164,7 @@ fn plan_record(
     v
 }
 
-fn plan_id(run_id: &str, hash: &str) -> String {
+pub(super) fn plan_id(run_id: &str, hash: &str) -> String {
     use sha2::Digest as _;
     let h = hex::encode(sha2::Sha256::digest(format!("{run_id}:{hash}").as_bytes()));
     format!("plan-{}", &h[..16])
@@ -596,17 +596,11 @@ async fn run_inner(
     if http_state {
         record.state_serial_before = p.store.state_serial(tenant, name).ok().flatten();
     }
-    let mut env = inputs.env.clone();
-    env.extend(state.env);
-    let mut secrets = inputs.secrets.clone();
-    secrets.extend(state.secrets);
     let expected_plan_hash = if operation == Operation::ApplyApproved {
         st.last_plan.as_ref().map(|p| p.hash.clone())
     } else {
         None
     };
-    let policy_slot: super::policy::Decisions = Default::default();
-    let input_secrets = secrets.clone();
     let header = format!(
         "sng: run {run_id} of {tenant}/{name}, operation {}, trigger {} ({}), correlation id {}, module {}@{digest}",
         operation,
@@ -620,84 +614,31 @@ async fn run_inner(
         let _ = std::fs::create_dir_all(dir);
     }
     let _ = std::fs::write(&log_path, format!("{header}\n"));
-    let input = RunInput {
-        run_id: run_id.to_string(),
-        tenant: tenant.to_string(),
-        module_dir,
-        vars: inputs.vars.clone(),
-        env,
-        providers: inputs.providers.clone(),
-        imports: inputs.imports.clone(),
-        backend: state.backend,
-        backend_password: state.password,
-        operation: runner_op,
-        secrets,
-        log_path,
-        progress: None,
-        // The platform releases the locks of its own state when a run ends or is found cut; a
-        // bucket's lock file left by an ended run (killed hard: server kill -9, engine killed
-        // after the grace period) is released by the next run, which knows its holder.
-        stale_lock_runs: if http_state {
-            vec![]
-        } else {
-            ended_runs(p, tenant, name, run_id)
-        },
-        expected_plan_hash,
-        no_lock: false,
-        limits: run_limits(ws),
-        pre_apply: super::policy::pre_apply(
-            p,
-            tenant,
-            ws,
-            operation,
-            record,
-            policy_slot.clone(),
-            &input_secrets,
-        ),
-        outputs_source: http_state.then(|| platform_outputs(p, tenant, name)),
-        hold_destroys: operation == Operation::Apply
-            && crate::routes::is_production(&p.store, tenant),
+    let log = match sng_runner::LogFile::open(&log_path) {
+        Ok(log) => log,
+        Err(e) => {
+            let m = format!("cannot open the run log: {e}");
+            return fail(ended, Reason::RunFailed, m);
+        }
     };
-    let store = p.store.clone();
-    let fence = lease.clone();
+    let claim =
+        super::jobspec::for_run(p, ws, record, runner_op, &inputs, state, expected_plan_hash);
+    let input = RunInput {
+        spec: claim.spec,
+        secrets: claim.secrets,
+        module_dir,
+    };
     let generation = ws.metadata.generation.unwrap_or(0);
-    let rec = record.clone();
-    let live = std::sync::Arc::new(std::sync::Mutex::new(st.clone()));
-    let live_in = live.clone();
-    let progress: sng_runner::ProgressFn = std::sync::Arc::new(move |progress| match progress {
-        sng_runner::Progress::Planned(plan) => {
-            let c = plan.counts;
-            let id = plan_id(&rec.id, &plan.hash);
-            // In the record as soon as it exists: a run killed hard keeps its plan.
-            let mut planned = rec.clone();
-            planned.plan_hash = Some(plan.hash.clone());
-            planned.plan = Some(plan_record(&id, &plan, None));
-            fence.record(&store, &planned);
-            let data = json!({"planId": id, "add": c.add, "change": c.change, "destroy": c.destroy, "import": c.import, "forget": c.forget, "move": c.moved, "unknownActions": plan.unknown, "hash": plan.hash});
-            emit(&store, &rec, "run.planned", data);
-        }
-        sng_runner::Progress::Step("apply") => {
-            let now = now_rfc3339();
-            let mut live = live_in.lock().expect("lock");
-            set(&mut live, PLANNING, false, "", "", &now, generation);
-            set(
-                &mut live,
-                APPLYING,
-                true,
-                Reason::Applying.as_str(),
-                "the run is applying the saved plan",
-                &now,
-                generation,
-            );
-            fence.write_status(&store, &live);
-            emit(&store, &rec, "run.applying", json!({}));
-        }
-        sng_runner::Progress::Step(_) => {}
-    });
-    let mut input = input;
-    input.progress = Some(progress);
-    let out = sng_runner::execute(&p.runner, input, cancel).await;
-    *st = live.lock().expect("lock").clone();
+    let reporter = super::reporter::RunReporter::new(
+        p.store.clone(),
+        lease.clone(),
+        record,
+        generation,
+        st,
+        log,
+    );
+    let out = sng_runner::execute(&p.runner, &p.policy, input, &reporter, cancel).await;
+    *st = reporter.finish(&out.sensitive);
     record.steps = out.steps.clone();
     if out.steps.iter().any(|(step, _)| step == "init-reused") {
         p.stats
@@ -709,7 +650,11 @@ async fn run_inner(
         // Read from the tenant's bucket by `state pull` after the apply.
         record.state_serial_after = out.state_serial;
     }
-    record.policies = policy_slot.lock().expect("lock").clone();
+    record.policies = out
+        .policies
+        .iter()
+        .map(|d| serde_json::to_value(d).expect("json"))
+        .collect();
     if out.held {
         ended.operation = Operation::Plan;
         ended.held = true;

@@ -1,0 +1,141 @@
+//! Policies before apply, where the engine runs: the job spec's policies evaluated on the plan
+//! (redacted by its own sensitive flags, then masked with every secret value of the run), with
+//! the run and the workspace as input. A mandatory deny, or a mandatory policy that cannot be
+//! evaluated, stops the run. The plan JSON never leaves the runner; the decisions do.
+
+use serde_json::{json, Value};
+use sng_api::agent::{PolicyCheck, PolicyDecision};
+use sng_api::run::Operation;
+use sng_core::mask::Masker;
+
+/// The document the policies see as `input`: `{plan, run, workspace}`.
+pub fn input(check: &PolicyCheck, plan: &Value, masker: &Masker) -> Value {
+    let redacted = sng_policy::redact_plan(plan);
+    let redacted: Value =
+        serde_json::from_str(&masker.mask(&redacted.to_string())).unwrap_or(Value::Null);
+    let counts = sng_core::plan::count(plan);
+    let run = check.run.as_ref().map(|r| {
+        json!({
+            "id": r.id,
+            "trigger": r.trigger,
+            "operation": match r.operation { Operation::ApplyApproved => Operation::Apply, op => op },
+            "destroy": counts.destroy > 0 || r.operation == Operation::Destroy,
+            "counts": {"add": counts.add, "change": counts.change, "destroy": counts.destroy, "import": counts.import},
+            "approval": r.approval,
+        })
+    });
+    json!({"plan": redacted, "run": run, "workspace": check.workspace})
+}
+
+/// Evaluate the policies (in child processes bounded in time and memory, off the async
+/// runtime). The error is an internal failure of the check (it blocks the run).
+pub async fn evaluate(
+    sandbox: &sng_policy::Sandbox,
+    check: &PolicyCheck,
+    plan: Value,
+    mask: &[String],
+) -> Result<Vec<PolicyDecision>, String> {
+    let (sandbox, check, masker) = (sandbox.clone(), check.clone(), Masker::new(mask));
+    tokio::task::spawn_blocking(move || {
+        let input = input(&check, &plan, &masker);
+        let policies: Vec<sng_policy::PolicyInput<'_>> = check
+            .policies
+            .iter()
+            .map(|p| sng_policy::PolicyInput {
+                name: &p.name,
+                enforcement: p.enforcement,
+                rego: &p.rego,
+            })
+            .collect();
+        sandbox.evaluate(&policies, &input)
+    })
+    .await
+    .map_err(|_| "the policy check failed (internal error)".to_string())
+}
+
+/// Whether the decisions let the run apply; the error names every blocking policy.
+pub fn verdict(decisions: &[PolicyDecision]) -> Result<(), String> {
+    if !sng_policy::blocks(decisions) {
+        return Ok(());
+    }
+    let why: Vec<String> = decisions
+        .iter()
+        .filter(|d| d.blocks())
+        .map(|d| match &d.error {
+            Some(e) => format!("policy {} could not be evaluated: {e}", d.policy),
+            None => format!("policy {} denied: {}", d.policy, d.messages.join("; ")),
+        })
+        .collect();
+    Err(why.join("; "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sng_api::agent::{Approval, PolicyRun};
+    use sng_api::governance::Enforcement;
+    use sng_api::run::Trigger;
+
+    #[test]
+    fn the_input_masks_secrets_and_says_what_the_run_does() {
+        let plan = json!({
+            "resource_changes": [{"address": "a.b", "type": "a", "name": "b",
+                "change": {"actions": ["delete"], "before": {"v": "CANARY-pol-1"}, "after": null}}],
+            "variables": {"pw": {"value": "CANARY-pol-2"}},
+        });
+        let check = PolicyCheck {
+            policies: vec![],
+            run: Some(PolicyRun {
+                id: "run-1".into(),
+                trigger: Trigger::Approval,
+                operation: Operation::ApplyApproved,
+                approval: Some(Approval {
+                    plan_id: "plan-1".into(),
+                    by: "token:alice".into(),
+                    at: "t".into(),
+                }),
+            }),
+            workspace: json!({"name": "net"}),
+        };
+        let masker = Masker::new(["CANARY-pol-1"]);
+        let input = input(&check, &plan, &masker);
+        let text = input.to_string();
+        assert!(!text.contains("CANARY-pol"), "{text}");
+        assert_eq!(input["run"]["operation"], "apply");
+        assert_eq!(input["run"]["trigger"], "approval");
+        assert_eq!(input["run"]["destroy"], true);
+        assert_eq!(input["run"]["counts"]["destroy"], 1);
+        assert_eq!(
+            input["run"]["approval"],
+            json!({"planId": "plan-1", "by": "token:alice", "at": "t"})
+        );
+        assert_eq!(input["workspace"]["name"], "net");
+    }
+
+    #[test]
+    fn only_mandatory_denials_and_failures_block() {
+        let d = |enforcement, messages: &[&str], error: Option<&str>| PolicyDecision {
+            policy: "p".into(),
+            enforcement,
+            messages: messages.iter().map(|m| m.to_string()).collect(),
+            error: error.map(str::to_string),
+        };
+        use Enforcement::{Advisory, Mandatory};
+        let table = [
+            (vec![d(Advisory, &["no"], None)], Ok(())),
+            (vec![d(Advisory, &[], Some("bad"))], Ok(())),
+            (vec![d(Mandatory, &[], None)], Ok(())),
+            (
+                vec![d(Mandatory, &["no", "never"], None)],
+                Err("policy p denied: no; never".to_string()),
+            ),
+            (
+                vec![d(Mandatory, &[], Some("bad")), d(Advisory, &["x"], None)],
+                Err("policy p could not be evaluated: bad".to_string()),
+            ),
+        ];
+        for (decisions, want) in table {
+            assert_eq!(verdict(&decisions), want, "{decisions:?}");
+        }
+    }
+}
