@@ -54,7 +54,7 @@ impl Store {
         }
         tx.execute(
             "INSERT INTO run_logs (tenant, run_id, seq, start, bytes, text) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-            params![tenant, run, next, end, to_i64(text.len() as u64), text],
+            params![tenant, run, next, end, i64::try_from(text.len()).unwrap_or(i64::MAX), text],
         )?;
         tx.commit()?;
         Ok(())

@@ -60,7 +60,7 @@ pub trait Objects {
     /// What can go wrong (the store's error).
     type Error: std::error::Error + Send + Sync + 'static;
     /// One object written by an apply.
-    type Applied: Written;
+    type Applied: Written + std::fmt::Debug;
 
     /// One object, or `None` (an object of another tenant is not found).
     fn object(&self, kind: Kind, tenant: &str, name: &str) -> Result<Option<Object>, Self::Error>;
