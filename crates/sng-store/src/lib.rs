@@ -39,6 +39,7 @@ pub use keys::{sealed_values_opened, MasterKeyRotation, TenantKey, TenantKeyRota
 pub use objects::{Applied, ApplyOutcome};
 pub use quarantine::{Quarantine, QuarantineEntry, QuarantineReason};
 pub use runs::{Decision, RunPosition, RunRecord, RunToken};
+pub use sng_core::ports::LogRead;
 pub use state::{state_meta, LockOutcome, StateLock, StateVersion, WriteOutcome};
 pub use tokens::{Principal, Role, TokenCheck, TokenInfo};
 pub use versions::Versions;

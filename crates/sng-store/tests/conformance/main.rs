@@ -164,3 +164,31 @@ fn the_store_error_names_no_database_library() {
         );
     }
 }
+
+/// Every port is usable as a trait object (`Arc<dyn …>` in a server's state), and the store is
+/// shared between threads.
+#[test]
+fn the_ports_are_trait_objects_of_a_shared_store() {
+    use sng_store::{Applied, StoreError};
+    fn shared<T: Send + Sync>(_: &T) {}
+    let store = std::sync::Arc::new(Store::open_in_memory().unwrap());
+    shared(&store);
+    let objects: std::sync::Arc<dyn Objects<Error = StoreError, Applied = Applied> + Send + Sync> =
+        store.clone();
+    let runs: &dyn Runs<Error = StoreError> = &*store;
+    let state: &dyn StateStore<Error = StoreError> = &*store;
+    let tokens: &dyn Tokens<Error = StoreError> = &*store;
+    let outbox: &dyn Outbox<Error = StoreError> = &*store;
+    let feed: &dyn ChangeFeed<Error = StoreError> = &*store;
+    let jobs: &dyn sng_core::ports::JobQueue<Error = StoreError> = &*store;
+    assert!(objects
+        .object(sng_api::Kind::Tenant, "", "default")
+        .unwrap()
+        .is_some());
+    assert!(runs.run("default", "none").unwrap().is_none());
+    assert!(state.lock_info("default", "none").unwrap().is_none());
+    assert!(tokens.tokens(None).unwrap().is_empty());
+    assert!(outbox.heads().unwrap().is_empty());
+    assert!(!feed.subscribe().unwrap().has_changed().unwrap());
+    assert!(jobs.open_job("default", "none").unwrap().is_none());
+}
