@@ -48,14 +48,18 @@ impl Objects for Store {
         Store::list_page(self, kind, tenant, limit, after)
     }
 
-    fn apply(
+    fn apply(&self, tenant: &str, objects: Vec<Object>, dry_run: bool) -> Result<Vec<Applied>> {
+        Store::apply(self, tenant, objects, dry_run)
+    }
+
+    fn apply_by(
         &self,
         tenant: &str,
         objects: Vec<Object>,
         dry_run: bool,
-        by: Option<&Actor>,
+        by: &Actor,
     ) -> Result<Vec<Applied>> {
-        Store::apply_as(self, tenant, objects, dry_run, by)
+        Store::apply_by(self, tenant, objects, dry_run, by)
     }
 
     fn update_status(
@@ -164,7 +168,7 @@ impl StateStore for Store {
 impl Tokens for Store {
     type Error = StoreError;
 
-    fn create_token(
+    fn create_token_expiring(
         &self,
         tenant: Option<&str>,
         role: Role,
@@ -174,7 +178,11 @@ impl Tokens for Store {
         Store::create_token_expiring(self, tenant, role, description, ttl)
     }
 
-    fn check_token(&self, value: &str, now: chrono::DateTime<chrono::Utc>) -> Result<TokenCheck> {
+    fn check_token_at(
+        &self,
+        value: &str,
+        now: chrono::DateTime<chrono::Utc>,
+    ) -> Result<TokenCheck> {
         Store::check_token_at(self, value, now)
     }
 

@@ -73,9 +73,8 @@ pub(crate) fn run_of_plan(
         .transpose()
 }
 
-pub use sng_core::ports::tokens::RunToken;
-
 pub use sng_core::ports::runs::RunPosition;
+pub use sng_core::ports::tokens::RunToken;
 
 /// Newest ended run by (tenant, workspace); `None` cached too (never ran).
 pub(crate) type LastEnded = std::collections::HashMap<(String, String), Option<RunRecord>>;

@@ -83,14 +83,22 @@ pub trait Objects {
     /// Create or update every object in one transaction: all of them, or none. `tenant`
     /// scopes namespaced kinds and must exist. A `resourceVersion` given must be the stored
     /// one (a create must give none); a spec change raises the generation; nothing changed is
-    /// `Unchanged`. With `dry_run`, nothing is written. With `by`, each object written gets its
-    /// audit entry in the same transaction.
+    /// `Unchanged`. With `dry_run`, nothing is written. A write of the platform's own.
     fn apply(
         &self,
         tenant: &str,
         objects: Vec<Object>,
         dry_run: bool,
-        by: Option<&Actor>,
+    ) -> Result<Vec<Self::Applied>, Self::Error>;
+
+    /// [`Objects::apply`] by a principal: each object written gets its audit entry (and a
+    /// Workspace its event) in the same transaction; a dry run records nothing.
+    fn apply_by(
+        &self,
+        tenant: &str,
+        objects: Vec<Object>,
+        dry_run: bool,
+        by: &Actor,
     ) -> Result<Vec<Self::Applied>, Self::Error>;
 
     /// Write the status of an object (platform only), refused when `expected_version` is given

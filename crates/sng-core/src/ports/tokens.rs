@@ -144,7 +144,7 @@ pub trait Tokens {
 
     /// Create a token of `tenant` (`None`: the platform admin's) valid for `ttl` (`None`:
     /// forever; a zero one is refused) and return its value, shown only this once.
-    fn create_token(
+    fn create_token_expiring(
         &self,
         tenant: Option<&str>,
         role: Role,
@@ -153,7 +153,7 @@ pub trait Tokens {
     ) -> Result<(TokenInfo, String), Self::Error>;
 
     /// Check a token value at `now`: valid (who), expired, revoked or unknown.
-    fn check_token(
+    fn check_token_at(
         &self,
         value: &str,
         now: chrono::DateTime<chrono::Utc>,

@@ -12,7 +12,7 @@ pub fn the_change_feed_wakes_on_a_commit<S: Ports>(s: &S) {
     let mut rx = s.subscribe().unwrap();
     assert!(!rx.has_changed().unwrap());
     let applied = s
-        .apply("default", vec![workspace("pet", "1", None)], false, None)
+        .apply("default", vec![workspace("pet", "1", None)], false)
         .unwrap();
     assert!(rx.has_changed().unwrap(), "an apply wakes");
     assert_eq!(*rx.borrow_and_update(), rv(applied[0].object()));
@@ -31,31 +31,25 @@ pub fn the_change_feed_wakes_on_a_commit<S: Ports>(s: &S) {
 
 pub fn a_write_that_commits_nothing_does_not_wake<S: Ports>(s: &S) {
     let applied = s
-        .apply("default", vec![workspace("pet", "1", None)], false, None)
+        .apply("default", vec![workspace("pet", "1", None)], false)
         .unwrap();
     let current = applied[0].object().meta().resource_version.clone();
     let mut rx = s.subscribe().unwrap();
-    s.apply("default", vec![workspace("dry", "1", None)], true, None)
+    s.apply("default", vec![workspace("dry", "1", None)], true)
         .unwrap();
     assert!(!rx.has_changed().unwrap(), "a dry run");
     assert!(s
-        .apply(
-            "default",
-            vec![workspace("pet", "2", Some("1"))],
-            false,
-            None
-        )
+        .apply("default", vec![workspace("pet", "2", Some("1"))], false)
         .is_err());
     assert!(!rx.has_changed().unwrap(), "a refused write");
     s.apply(
         "default",
         vec![workspace("pet", "1", current.as_deref())],
         false,
-        None,
     )
     .unwrap();
     let _ = rx.borrow_and_update();
-    s.apply("default", vec![workspace("other", "1", None)], false, None)
+    s.apply("default", vec![workspace("other", "1", None)], false)
         .unwrap();
     assert!(rx.has_changed().unwrap(), "the next commit does");
 }

@@ -12,7 +12,7 @@ use sng_core::ports::{Actor, Written};
 use crate::{rv, workspace, Ports};
 
 fn apply_one<S: Ports>(s: &S, tenant: &str, o: Object) -> (Object, ApplyOutcome) {
-    let mut applied = s.apply(tenant, vec![o], false, None).unwrap();
+    let mut applied = s.apply(tenant, vec![o], false).unwrap();
     assert_eq!(applied.len(), 1);
     let a = applied.remove(0);
     (a.object().clone(), a.outcome())
@@ -56,7 +56,7 @@ pub fn objects_are_scoped_by_tenant<S: Ports>(s: &S) {
     let theirs = s.object(Kind::Workspace, "acme", "pet").unwrap().unwrap();
     assert_ne!(mine.meta().uid, theirs.meta().uid);
     assert!(
-        s.apply("nobody", vec![workspace("w", "1", None)], false, None)
+        s.apply("nobody", vec![workspace("w", "1", None)], false)
             .is_err(),
         "a tenant that does not exist holds nothing"
     );
@@ -73,12 +73,7 @@ pub fn a_spec_change_raises_the_generation_and_a_stale_version_is_refused<S: Por
     assert_eq!(second.meta().generation, Some(2));
     assert!(rv(&second) > rv(&first));
     let err = s
-        .apply(
-            "default",
-            vec![workspace("pet", "3", Some(&old))],
-            false,
-            None,
-        )
+        .apply("default", vec![workspace("pet", "3", Some(&old))], false)
         .unwrap_err();
     assert!(err.to_string().contains("stale"), "{err}");
     let kept = s
@@ -88,12 +83,7 @@ pub fn a_spec_change_raises_the_generation_and_a_stale_version_is_refused<S: Por
     assert_eq!(rv(&kept), rv(&second), "a refused write changes nothing");
     assert_eq!(kept.spec_value()["module"]["tag"], "2");
     let err = s
-        .apply(
-            "default",
-            vec![workspace("new", "1", Some("7"))],
-            false,
-            None,
-        )
+        .apply("default", vec![workspace("new", "1", Some("7"))], false)
         .unwrap_err();
     assert!(err.to_string().contains("does not exist"), "{err}");
 }
@@ -105,16 +95,16 @@ pub fn an_apply_is_all_or_nothing_and_a_dry_run_writes_nothing<S: Ports>(s: &S) 
         workspace("a", "1", None),
         workspace("pet", "2", Some(&stale)),
     ];
-    assert!(s.apply("default", batch, false, None).is_err());
+    assert!(s.apply("default", batch, false).is_err());
     assert!(s.object(Kind::Workspace, "default", "a").unwrap().is_none());
     let dry = s
-        .apply("default", vec![workspace("b", "1", None)], true, None)
+        .apply("default", vec![workspace("b", "1", None)], true)
         .unwrap();
     assert_eq!(dry[0].outcome(), ApplyOutcome::Created);
     assert!(s.object(Kind::Workspace, "default", "b").unwrap().is_none());
     let by = Actor::new("tok-1", "apply");
     let written = s
-        .apply("default", vec![workspace("c", "1", None)], false, Some(&by))
+        .apply_by("default", vec![workspace("c", "1", None)], false, &by)
         .unwrap();
     assert_eq!(written[0].outcome(), ApplyOutcome::Created);
 }

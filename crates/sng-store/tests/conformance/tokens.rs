@@ -10,12 +10,12 @@ use crate::Ports;
 
 pub fn a_token_is_checked_by_its_value_and_never_listed_with_it<S: Ports>(s: &S) {
     let (info, value) = s
-        .create_token(Some("default"), Role::Operator, "ci", None)
+        .create_token_expiring(Some("default"), Role::Operator, "ci", None)
         .unwrap();
     assert_eq!(info.role, Role::Operator);
     assert_eq!(info.expires_at, None);
     assert_eq!(
-        s.check_token(&value, Utc::now()).unwrap(),
+        s.check_token_at(&value, Utc::now()).unwrap(),
         TokenCheck::Valid(Principal {
             token_id: info.id.clone(),
             tenant: Some("default".into()),
@@ -23,14 +23,16 @@ pub fn a_token_is_checked_by_its_value_and_never_listed_with_it<S: Ports>(s: &S)
         })
     );
     assert_eq!(
-        s.check_token("sng_unknown", Utc::now()).unwrap(),
+        s.check_token_at("sng_unknown", Utc::now()).unwrap(),
         TokenCheck::Unknown
     );
     let listed = s.tokens(Some("default")).unwrap();
     assert_eq!(listed, vec![info]);
     assert!(!format!("{listed:?}").contains(&value), "never the value");
-    let (admin, admin_value) = s.create_token(None, Role::Admin, "root", None).unwrap();
-    match s.check_token(&admin_value, Utc::now()).unwrap() {
+    let (admin, admin_value) = s
+        .create_token_expiring(None, Role::Admin, "root", None)
+        .unwrap();
+    match s.check_token_at(&admin_value, Utc::now()).unwrap() {
         TokenCheck::Valid(p) => assert!(p.is_platform_admin() && p.can_see("acme")),
         other => panic!("{other:?}"),
     }
@@ -39,9 +41,9 @@ pub fn a_token_is_checked_by_its_value_and_never_listed_with_it<S: Ports>(s: &S)
 
 pub fn tokens_are_scoped_by_tenant<S: Ports>(s: &S) {
     let (info, value) = s
-        .create_token(Some("acme"), Role::Admin, "ops", None)
+        .create_token_expiring(Some("acme"), Role::Admin, "ops", None)
         .unwrap();
-    match s.check_token(&value, Utc::now()).unwrap() {
+    match s.check_token_at(&value, Utc::now()).unwrap() {
         TokenCheck::Valid(p) => assert!(p.can_see("acme") && !p.can_see("default")),
         other => panic!("{other:?}"),
     }
@@ -50,7 +52,7 @@ pub fn tokens_are_scoped_by_tenant<S: Ports>(s: &S) {
     assert!(s.revoke_token(Some("default"), &info.id).is_err());
     assert!(s.revoke_token(None, &info.id).is_err());
     assert!(matches!(
-        s.check_token(&value, Utc::now()).unwrap(),
+        s.check_token_at(&value, Utc::now()).unwrap(),
         TokenCheck::Valid(_)
     ));
 }
@@ -58,25 +60,25 @@ pub fn tokens_are_scoped_by_tenant<S: Ports>(s: &S) {
 pub fn revoked_and_expired_tokens_are_refused<S: Ports>(s: &S) {
     let ttl = Duration::from_secs(60);
     let (info, value) = s
-        .create_token(Some("default"), Role::Viewer, "short", Some(ttl))
+        .create_token_expiring(Some("default"), Role::Viewer, "short", Some(ttl))
         .unwrap();
     let now = Utc::now();
     assert!(matches!(
-        s.check_token(&value, now).unwrap(),
+        s.check_token_at(&value, now).unwrap(),
         TokenCheck::Valid(_)
     ));
     assert_eq!(
-        s.check_token(&value, now + chrono::Duration::seconds(61))
+        s.check_token_at(&value, now + chrono::Duration::seconds(61))
             .unwrap(),
         TokenCheck::Expired(info.expires_at.clone().unwrap())
     );
     assert!(s
-        .create_token(Some("default"), Role::Viewer, "x", Some(Duration::ZERO))
+        .create_token_expiring(Some("default"), Role::Viewer, "x", Some(Duration::ZERO))
         .is_err());
     let revoked = s.revoke_token(Some("default"), &info.id).unwrap();
     let at = revoked.revoked_at.clone().unwrap();
     assert_eq!(
-        s.check_token(&value, now).unwrap(),
+        s.check_token_at(&value, now).unwrap(),
         TokenCheck::Revoked(at.clone())
     );
     assert_eq!(
@@ -108,7 +110,7 @@ pub fn run_tokens_live_as_long_as_their_run<S: Ports>(s: &S) {
     assert_eq!(s.check_run_token("sng_unknown").unwrap(), None);
     assert!(
         matches!(
-            s.check_token(&one, Utc::now()).unwrap(),
+            s.check_token_at(&one, Utc::now()).unwrap(),
             TokenCheck::Unknown
         ),
         "a run token is no API token"
