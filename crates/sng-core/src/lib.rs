@@ -1,4 +1,5 @@
-//! Pure decisions of sng: plan summaries and hashes, log masking. No I/O, no processes.
+//! Pure decisions of sng: plan summaries and hashes, log masking; and the ports (traits) its
+//! stores implement. No I/O, no processes.
 #![forbid(unsafe_code)]
 
 pub mod approval;

@@ -39,42 +39,7 @@ pub struct AuditEntry {
     pub detail: Option<String>,
 }
 
-/// Who makes a write and what it is, recorded with the write in its transaction: the write
-/// methods of the store that take one (`apply_by`, `delete_by`, `approve`, …) insert the audit
-/// entry (and the event of a workspace write, naming the principal) before they commit, so a
-/// write and its entry are committed together or not at all.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Actor {
-    /// Id of the token that writes.
-    pub token_id: String,
-    /// `apply`, `delete`, `approve`, `cancel`, `refresh`, `rollback`, `token.create`,
-    /// `token.revoke`, `key.rotate`.
-    pub action: String,
-    /// More, never a secret value (a plan id, a run id, a role).
-    pub detail: Option<String>,
-}
-
-impl Actor {
-    /// `token_id` doing `action`.
-    pub fn new(token_id: impl Into<String>, action: &str) -> Actor {
-        Actor {
-            token_id: token_id.into(),
-            action: action.to_string(),
-            detail: None,
-        }
-    }
-
-    /// With a detail (never a secret value).
-    pub fn with_detail(mut self, detail: impl Into<String>) -> Actor {
-        self.detail = Some(detail.into());
-        self
-    }
-
-    /// The same principal doing another action.
-    pub fn doing(&self, action: &str) -> Actor {
-        Actor::new(self.token_id.clone(), action)
-    }
-}
+pub use sng_core::ports::objects::Actor;
 
 /// What a write did, for its audit entry.
 pub(crate) struct Written<'a> {

@@ -10,9 +10,7 @@
 
 use chrono::SecondsFormat;
 use rusqlite::params;
-use serde::{Deserialize, Serialize};
-use serde_json::Value;
-use sng_api::governance::EVENT_TYPES;
+use serde::Serialize;
 
 use crate::{Result, Store, StoreError};
 
@@ -20,113 +18,7 @@ mod delivery;
 
 pub use delivery::{DeadLetter, Delivery, OutboxEvent, WebhookStats};
 
-/// The version of the event payload.
-pub const EVENT_SCHEMA_VERSION: &str = "1";
-
-/// One event, exactly as delivered to webhooks (its JSON is the signed body).
-///
-/// The first five fields are those of seed 001 (SPEC section 3).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Event {
-    /// One of `sng_api::governance::EVENT_TYPES`; anything else is refused.
-    pub event_type: String,
-    /// UUID v4, unique: receivers de-duplicate on it (`X-Sng-Delivery` carries it too).
-    pub external_id: String,
-    /// The run's correlation id (carried through its log, events and webhooks).
-    pub correlation_id: String,
-    /// RFC 3339, UTC, with milliseconds.
-    pub occurred_at: String,
-    /// `"1"`.
-    pub schema_version: String,
-    /// Tenant.
-    pub tenant: String,
-    /// Workspace.
-    pub workspace: String,
-    /// Run id, when the event is about a run.
-    pub run: Option<String>,
-    /// Details: a JSON object, never a secret value.
-    pub data: Value,
-}
-
-impl Event {
-    /// A new event occurring now, with a fresh `externalId`. `data` must be a JSON object
-    /// (`Value::Null` becomes `{}`) and must not hold secret values.
-    pub fn new(
-        event_type: &str,
-        tenant: &str,
-        workspace: &str,
-        run: Option<&str>,
-        correlation_id: &str,
-        data: Value,
-    ) -> Event {
-        Event {
-            event_type: event_type.to_string(),
-            external_id: uuid::Uuid::new_v4().to_string(),
-            correlation_id: correlation_id.to_string(),
-            occurred_at: now_millis(),
-            schema_version: EVENT_SCHEMA_VERSION.to_string(),
-            tenant: tenant.to_string(),
-            workspace: workspace.to_string(),
-            run: run.map(str::to_string),
-            data: if data.is_null() {
-                Value::Object(Default::default())
-            } else {
-                data
-            },
-        }
-    }
-
-    /// Every rule an event must meet to enter the outbox, as one message per broken rule.
-    pub fn check(&self) -> std::result::Result<(), String> {
-        let mut errs = Vec::new();
-        if !EVENT_TYPES.contains(&self.event_type.as_str()) {
-            errs.push(format!(
-                "unknown event type `{}`; expected one of {}",
-                self.event_type,
-                EVENT_TYPES.join(", ")
-            ));
-        }
-        if uuid::Uuid::parse_str(&self.external_id)
-            .map(|u| u.get_version_num() != 4)
-            .unwrap_or(true)
-        {
-            errs.push(format!(
-                "externalId `{}` is not a UUID v4",
-                self.external_id
-            ));
-        }
-        if self.correlation_id.trim().is_empty() {
-            errs.push("correlationId must not be empty".into());
-        }
-        if chrono::DateTime::parse_from_rfc3339(&self.occurred_at).is_err() {
-            errs.push(format!(
-                "occurredAt `{}` is not an RFC 3339 time",
-                self.occurred_at
-            ));
-        }
-        if self.schema_version != EVENT_SCHEMA_VERSION {
-            errs.push(format!(
-                "schemaVersion `{}` is not supported; expected `{EVENT_SCHEMA_VERSION}`",
-                self.schema_version
-            ));
-        }
-        if self.tenant.is_empty() {
-            errs.push("tenant must not be empty".into());
-        }
-        if self.workspace.is_empty() {
-            errs.push("workspace must not be empty".into());
-        }
-        if !self.data.is_object() {
-            errs.push("data must be a JSON object".into());
-        }
-        if errs.is_empty() {
-            Ok(())
-        } else {
-            Err(errs.join("; "))
-        }
-    }
-}
+pub use sng_core::ports::outbox::{Event, EVENT_SCHEMA_VERSION};
 
 /// Now, RFC 3339 with milliseconds, UTC (`2026-11-29T12:48:35.123Z`).
 pub fn now_millis() -> String {

@@ -1,7 +1,7 @@
 //! Tests of events and their delivery: the payload, refused events, listings, deliveries in
 //! order with retries and dead letters, and the outbox across a restart.
 
-use serde_json::json;
+use serde_json::{json, Value};
 
 use super::*;
 

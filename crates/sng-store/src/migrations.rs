@@ -199,6 +199,17 @@ const MIGRATIONS: &[&str] = &[
      CREATE INDEX jobs_queued ON jobs (tenant, seq) WHERE state = 'queued';
      CREATE INDEX jobs_leased ON jobs (tenant, lease_until) WHERE state = 'leased';
      CREATE TABLE job_turns (tenant TEXT PRIMARY KEY, served INTEGER NOT NULL);",
+    // 12: the logs of runs, in the store (any process serves them): chunks in order, each with
+    // the byte offset where it starts in the log and its length in bytes.
+    "CREATE TABLE run_logs (
+        tenant TEXT NOT NULL,
+        run_id TEXT NOT NULL,
+        seq INTEGER NOT NULL,
+        start INTEGER NOT NULL,
+        bytes INTEGER NOT NULL,
+        text TEXT NOT NULL,
+        PRIMARY KEY (tenant, run_id, seq)
+     );",
 ];
 
 /// Bring the schema to the latest version.

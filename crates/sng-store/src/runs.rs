@@ -73,19 +73,8 @@ pub(crate) fn run_of_plan(
         .transpose()
 }
 
-/// Who may use the state backend: a run, for its workspace only, while it lives.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RunToken {
-    /// Tenant.
-    pub tenant: String,
-    /// Workspace.
-    pub workspace: String,
-    /// Run.
-    pub run_id: String,
-}
-
-/// Where a run sits in its workspace's listing: its creation time and its row.
-pub type RunPosition = (String, i64);
+pub use sng_core::ports::runs::RunPosition;
+pub use sng_core::ports::tokens::RunToken;
 
 /// Newest ended run by (tenant, workspace); `None` cached too (never ran).
 pub(crate) type LastEnded = std::collections::HashMap<(String, String), Option<RunRecord>>;

@@ -3,66 +3,12 @@
 
 use md5::{Digest as _, Md5};
 use rusqlite::{params, OptionalExtension};
-use serde::{Deserialize, Serialize};
-use sng_core::state::{
-    check_lock_owner, decide_write, validate_state, StateMeta, WriteDecision, WriteRefusal,
-};
+use sng_core::state::{check_lock_owner, decide_write, validate_state, StateMeta, WriteDecision};
 
 use crate::keys::Keyring;
 use crate::{now_rfc3339, Result, Store, StoreError};
 
-/// A held lock, with the engine's LockInfo as sent.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct StateLock {
-    /// Lock id.
-    pub id: String,
-    /// LockInfo JSON as sent by the engine.
-    pub info: String,
-    /// Who, from the LockInfo.
-    pub who: String,
-    /// When the lock was taken (platform clock).
-    pub created_at: String,
-    /// Who took it on the platform: the run id, or `user:<token id>` for an API token. Only they
-    /// may write under it (the lock id is not a credential: viewers see it).
-    #[serde(rename = "runId", default, skip_serializing_if = "Option::is_none")]
-    pub run_id: Option<String>,
-}
-
-/// A stored state version, without its body.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct StateVersion {
-    /// Serial.
-    pub serial: i64,
-    /// Lineage.
-    pub lineage: String,
-    /// Hex MD5 of the body.
-    pub md5: String,
-    /// Run that wrote it.
-    pub run_id: Option<String>,
-    /// When.
-    pub created_at: String,
-}
-
-/// Outcome of a lock request.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum LockOutcome {
-    /// The caller holds the lock now.
-    Acquired,
-    /// Someone else holds it.
-    HeldBy(StateLock),
-}
-
-/// Outcome of a state write.
-#[derive(Debug)]
-pub enum WriteOutcome {
-    /// Stored as a new version.
-    Stored,
-    /// Identical to the latest version.
-    Unchanged,
-    /// Refused; nothing changed.
-    Refused(WriteRefusal),
-}
+pub use sng_core::ports::state::{LockOutcome, StateLock, StateVersion, WriteOutcome};
 
 /// Serial and lineage of a state body, which must be a state the engine can read back
 /// ([`validate_state`]).

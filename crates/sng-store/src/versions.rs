@@ -2,15 +2,14 @@
 //! versions of a tenant's objects (to tell whether the inputs of a workspace may have changed)
 //! and the labels of one object.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
 use rusqlite::{params, OptionalExtension};
 use sng_api::Kind;
 
 use crate::{Result, Store, StoreError};
 
-/// Resource version of each object of a tenant, by (kind, name).
-pub type Versions = HashMap<(Kind, String), i64>;
+pub use sng_core::ports::objects::Versions;
 
 impl Store {
     /// The resource versions of the Secrets, Providers and Workspaces of `tenant`: one query,

@@ -8,37 +8,7 @@ use serde::{Deserialize, Serialize};
 use super::{now_millis, parse_event, unix_millis, Event};
 use crate::{Result, Store, StoreError};
 
-/// An event of the outbox not yet matched to webhooks.
-#[derive(Debug, Clone, PartialEq)]
-pub struct OutboxEvent {
-    /// Position in the outbox (order of occurrence).
-    pub seq: i64,
-    /// The event.
-    pub event: Event,
-}
-
-/// A delivery of one event to one webhook, next in that webhook's queue.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Delivery {
-    /// Id of the delivery.
-    pub id: i64,
-    /// Tenant.
-    pub tenant: String,
-    /// Name of the webhook.
-    pub webhook: String,
-    /// Position of the event in the outbox.
-    pub event_seq: i64,
-    /// The event's `externalId`.
-    pub external_id: String,
-    /// The event's type.
-    pub event_type: String,
-    /// The exact JSON body to send (and sign).
-    pub body: String,
-    /// Attempts made so far (reset by a replay).
-    pub attempts: u32,
-    /// When the next attempt is due, in milliseconds since the epoch.
-    pub next_attempt_at: i64,
-}
+pub use sng_core::ports::outbox::{Delivery, OutboxEvent};
 
 /// A delivery that gave up after its attempts, until replayed.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -1,7 +1,5 @@
-//! Ports: what the platform needs from its storage, as traits, so that the embedded SQLite
-//! store and a PostgreSQL one can be swapped and checked by one conformance suite
-//! (`sng-store/tests/jobs.rs` for the job queue). Errors are the implementation's own type: it
-//! names no database library.
+//! The job queue with leases (its vocabulary is [`crate::jobs`]; its contract is
+//! `sng-store/tests/jobs.rs`).
 
 use serde_json::Value;
 use sng_api::run::RunRecord;
