@@ -265,7 +265,7 @@ pub fn recover(p: &Platform) -> Result<usize, StoreError> {
 fn closed(p: &Platform, e: &Expired) {
     let job = &e.job;
     if let Ok(Some(run)) = p.store.run_get(&job.tenant, &job.id) {
-        if let Err(err) = super::worker::mark_interrupted(&p.store, &run) {
+        if let Err(err) = super::finalize::mark_interrupted(&p.store, &run) {
             tracing::warn!(run = %job.id, error = %err, "cannot mark the workspace");
         }
         super::record::emit(

@@ -5,6 +5,7 @@ pub mod agent;
 mod checks;
 pub mod decisions;
 pub(crate) mod facts;
+mod finalize;
 pub(crate) mod inputs;
 pub mod jobspec;
 mod policy;
@@ -29,7 +30,8 @@ use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 pub use facts::{observe, parents_of, InputsCache, PassView, Snapshot};
-pub use worker::{finalize, run_workspace, OUTPUTS_OWNER_LABEL, ROLLBACK_ANNOTATION};
+pub use finalize::{finalize, mark_interrupted};
+pub use worker::{run_workspace, OUTPUTS_OWNER_LABEL, ROLLBACK_ANNOTATION};
 
 /// What the platform needs to run workspaces.
 pub struct Platform {
@@ -161,7 +163,7 @@ impl Platform {
             run.finished_at = Some(sng_store::now_rfc3339());
             self.store.state_release_run_locks(&run.id)?;
             self.store.run_put(&run)?;
-            worker::mark_interrupted(&self.store, &run)?;
+            finalize::mark_interrupted(&self.store, &run)?;
             self.store.run_tokens_revoke(Some(&run.id))?;
             tracing::warn!(run = %run.id, tenant = %run.tenant, workspace = %run.workspace, "run interrupted by a server stop");
             cut += 1;
@@ -264,7 +266,7 @@ impl Platform {
                         }
                     }
                     Action::Finalize => {
-                        if let Err(e) = worker::finalize(&self.store, &tenant, ws, None) {
+                        if let Err(e) = finalize::finalize(&self.store, &tenant, ws, None) {
                             tracing::error!(tenant, workspace = %name, error = %e, "cannot finalize a deletion");
                         } else {
                             tracing::info!(tenant, workspace = %name, "workspace deleted");
