@@ -659,7 +659,7 @@ async fn run_inner(
         ),
         outputs_source: http_state.then(|| platform_outputs(p, tenant, name)),
         hold_destroys: operation == Operation::Apply
-            && crate::routes::is_production(&p.store, tenant),
+            && crate::service::is_production(&p.store, tenant),
     };
     let store = p.store.clone();
     let fence = lease.clone();
