@@ -9,11 +9,11 @@ use axum::Json;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use sng_api::Kind;
-use sng_store::{Role, StoreError};
 
-use crate::app::{blocking, AppState};
+use crate::app::{blocking, service, AppState};
 use crate::error::ApiError;
 use crate::service::render;
+use crate::service::tenants::CreateTenant;
 
 use super::extract::{Caller, JsonBody, Params};
 use super::page::{kept_page, list_page_body, page_of, ListQuery, LIST_PARAMS};
@@ -48,16 +48,6 @@ pub(crate) async fn list_tenants(
     )))
 }
 
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub(crate) struct CreateTenant {
-    name: String,
-    #[serde(default)]
-    production: bool,
-    #[serde(default)]
-    display_name: Option<String>,
-}
-
 /// Answer to a tenant creation: the tenant and its admin token, shown once.
 #[derive(Serialize, Deserialize)]
 pub struct TenantCreated {
@@ -76,33 +66,11 @@ pub(crate) async fn create_tenant(
     params.only(&[])?;
     caller.platform_admin("creating a tenant")?;
     let JsonBody(req) = body?;
-    let doc = json!({"apiVersion": sng_api::GROUP_VERSION, "kind": "Tenant", "metadata": {"name": req.name},
-                     "spec": {"production": req.production, "displayName": req.display_name}});
-    let tenant = sng_api::decode(&doc, 1).map_err(|e| ApiError::invalid(&[e]))?;
-    let name = req.name.clone();
-    let who = caller.0.clone();
-    let (obj, token) = blocking(&st, move |s| {
-        if s.get(Kind::Tenant, "", &name)?.is_some() {
-            return Err(StoreError::Conflict(format!(
-                "Tenant `{name}` already exists"
-            )));
-        }
-        let by = crate::audit::actor(&who, "apply");
-        let obj = s.apply_by("", vec![tenant], false, &by)?.remove(0).object;
-        let (_, token) = s.create_token_by(
-            &name,
-            Role::Admin,
-            "tenant admin (created with the tenant)",
-            None,
-            &by.doing("token.create"),
-        )?;
-        Ok((obj, token))
+    let who = caller.0;
+    let (obj, token) = service(&st, move |s, _| {
+        crate::service::tenants::create(s, &who, &req)
     })
-    .await
-    .map_err(|e| match e.reason {
-        "Conflict" => ApiError::already_exists(e.message),
-        _ => e,
-    })?;
+    .await?;
     Ok((
         StatusCode::CREATED,
         Json(TenantCreated {

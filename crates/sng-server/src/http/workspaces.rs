@@ -5,7 +5,6 @@ use axum::extract::{Path, State};
 use axum::Json;
 use serde::Deserialize;
 use serde_json::{json, Value};
-use sng_api::{Kind, Object};
 use sng_store::Role;
 
 use crate::app::{blocking, service, AppState};
@@ -152,28 +151,7 @@ pub(crate) async fn speculative_plan(
     caller.require(&tenant, Role::Operator, "planning")?;
     params.only(&[])?;
     let JsonBody(req) = body?;
-    let objects = sng_api::decode_all(&req.items).map_err(|errs| ApiError::invalid(&errs))?;
-    let platform = st
-        .platform
-        .clone()
-        .ok_or_else(|| ApiError::new_unavailable("no engine on this server: plans cannot run"))?;
-    let mut results = Vec::new();
-    for obj in objects {
-        let Object::Workspace(mut ws) = obj else {
-            continue;
-        };
-        ws.spec.apply_defaults();
-        let (t, n) = (tenant.clone(), ws.metadata.name.clone());
-        if let Some(Object::Workspace(stored)) =
-            blocking(&st, move |s| s.get(Kind::Workspace, &t, &n)).await?
-        {
-            ws.metadata = stored.metadata;
-        }
-        let name = ws.metadata.name.clone();
-        match crate::platform::speculative::plan(&platform, &tenant, ws).await {
-            Ok(v) => results.push(v),
-            Err(m) => results.push(json!({"workspace": name, "error": m})),
-        }
-    }
+    let platform = st.platform.as_deref();
+    let results = crate::service::plan::plan(&st.store, platform, &tenant, &req.items).await?;
     Ok(Json(json!({"items": results})))
 }

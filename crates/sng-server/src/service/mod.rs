@@ -10,8 +10,10 @@ pub mod blast;
 pub mod confirm;
 pub mod delete;
 pub mod explain;
+pub mod plan;
 pub mod refresh;
 pub mod rollback;
+pub mod tenants;
 
 use serde_json::Value;
 use sng_api::Object;
