@@ -1,26 +1,9 @@
 //! The audit trail of a tenant: what each write did and who did it (the token's id and
-//! description), recorded by the store in the transaction of each write (the handlers pass an
-//! [`Actor`]), listed by `GET /api/v1/tenants/{t}/audit`
-//! (any role of the tenant: entries hold no secret values), newest first, paged.
+//! description), recorded by the store in the transaction of each write (the services pass an
+//! [`Actor`]); `http/audit.rs` lists it.
 
-use axum::extract::rejection::QueryRejection;
-use axum::extract::{Path, Query, State};
-use axum::routing::get;
-use axum::{Json, Router};
-use serde::Deserialize;
 use serde_json::Value;
-use sng_api::Kind;
-use sng_store::{Actor, Principal, Store, StoreError};
-
-use crate::error::ApiError;
-use crate::routes::{
-    blocking, cursor_after, cursor_token, limit_of, page_body, AppState, Caller, Params,
-};
-
-/// `GET /api/v1/tenants/{tenant}/audit`.
-pub fn routes() -> Router<AppState> {
-    Router::new().route("/api/v1/tenants/{tenant}/audit", get(list_audit))
-}
+use sng_store::{Actor, Principal, Store};
 
 /// `who` doing `action`: the [`Actor`] the store's audited writes take (each records its
 /// audit entry, and a workspace's event naming the principal, in the write's transaction).
@@ -62,58 +45,6 @@ pub(crate) fn author(s: &Store, tenant: &str, name: &str, generation: i64) -> Op
         "{verb} by token `{}` ({}) at {}",
         e.token_description, e.token_id, e.at
     ))
-}
-
-#[derive(Deserialize, Default)]
-struct AuditQuery {
-    #[serde(default)]
-    workspace: Option<String>,
-    #[serde(default)]
-    limit: Option<String>,
-    #[serde(default, rename = "continue")]
-    cursor: Option<String>,
-}
-
-/// Entries of one page when no `limit` is given.
-const DEFAULT_LIMIT: usize = 100;
-
-async fn list_audit(
-    State(st): State<AppState>,
-    caller: Caller,
-    Path(tenant): Path<String>,
-    params: Params,
-    query: Result<Query<AuditQuery>, QueryRejection>,
-) -> Result<Json<Value>, ApiError> {
-    caller.scope(&tenant)?;
-    params.only(&["workspace", "limit", "continue"])?;
-    let Query(q) = query.map_err(|e| ApiError::bad_request(e.body_text()))?;
-    let limit = limit_of(q.limit.as_deref())?.unwrap_or(DEFAULT_LIMIT);
-    let bound = q.workspace.clone().unwrap_or_default();
-    let listing = format!("the audit trail of tenant `{tenant}`");
-    let before = cursor_after(q.cursor.as_deref(), "audit", &tenant, &bound, &listing)?
-        .map(|a| {
-            a.parse::<i64>().map_err(|_| {
-                ApiError::bad_request(format!(
-                    "the continue token does not belong to this listing ({listing}): it is malformed"
-                ))
-            })
-        })
-        .transpose()?;
-    let t = tenant.clone();
-    let (entries, next) = blocking(&st, move |s| {
-        if s.get(Kind::Tenant, "", &t)?.is_none() {
-            return Err(StoreError::not_found("Tenant", &t));
-        }
-        s.audit_page(&t, q.workspace.as_deref(), limit, before)
-    })
-    .await?;
-    Ok(Json(page_body(
-        entries
-            .into_iter()
-            .map(|e| serde_json::to_value(e).expect("json"))
-            .collect(),
-        next.map(|seq| cursor_token("audit", &tenant, &bound, seq.to_string())),
-    )))
 }
 
 #[cfg(test)]

@@ -1,5 +1,5 @@
-//! Keys: the rotation of a tenant's data key (API, platform admin) and of the master key
-//! (`sng server rotate-master-key`, offline). The scheme itself is the store's (`sng_store`,
+//! Keys: the rotation of the master key (`sng server rotate-master-key`, offline; a tenant's
+//! data key is rotated through the API, `http/tenants.rs`). The scheme itself is the store's (`sng_store`,
 //! envelope encryption: one data key per tenant, wrapped by `DATA_DIR/master.key`).
 
 use std::fs::File;
@@ -7,45 +7,9 @@ use std::io::{Read as _, Write as _};
 use std::os::unix::fs::{DirBuilderExt as _, OpenOptionsExt as _};
 use std::path::Path;
 
-use axum::extract::{Path as UrlPath, State};
-use axum::Json;
-use serde_json::{json, Value};
 use sng_store::{Cipher, MasterKeyRotation, Store, StoreError};
 
-use crate::error::ApiError;
-use crate::routes::{blocking, AppState, Caller};
 use crate::{io_err, ServerError};
-
-/// `POST /api/v1/tenants/{tenant}/rotate-key`: a new data key version for the tenant, and its
-/// secrets and state versions re-sealed with it (one transaction). Platform admin only; a
-/// tenant the caller cannot see answers 404.
-pub(crate) async fn rotate_tenant_key(
-    State(st): State<AppState>,
-    caller: Caller,
-    params: crate::routes::Params,
-    UrlPath(tenant): UrlPath<String>,
-) -> Result<Json<Value>, ApiError> {
-    params.only(&[])?;
-    if !caller.0.can_see(&tenant) {
-        return Err(ApiError::not_found(format!("Tenant `{tenant}` not found")));
-    }
-    if !caller.0.is_platform_admin() {
-        return Err(ApiError::forbidden(
-            "rotating a tenant's key needs the platform admin token",
-        ));
-    }
-    let who = caller.0.clone();
-    // Audited in the rotation's transaction.
-    let by = crate::audit::actor(&who, "key.rotate");
-    let r = blocking(&st, move |s| s.rotate_tenant_key_by(&tenant, &by)).await?;
-    tracing::info!(tenant = %r.tenant, version = r.key_version, secrets = r.secrets,
-        state_versions = r.state_versions, "rotated the data key of a tenant");
-    Ok(Json(json!({
-        "tenant": r.tenant,
-        "keyVersion": r.key_version,
-        "resealed": {"secrets": r.secrets, "stateVersions": r.state_versions},
-    })))
-}
 
 /// Held while a server uses the data directory (shared: several readers of a directory are
 /// not refused here), and exclusively by the offline rotation of the master key.
@@ -187,6 +151,7 @@ pub fn rotate_master_key(data_dir: &Path) -> Result<MasterKeyRotation, ServerErr
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     fn store_with_a_secret(dir: &Path) -> [u8; 32] {
         let key = crate::master_key(dir).unwrap();

@@ -1,20 +1,15 @@
 //! The control plane in one process: the HTTP API over the store.
 #![forbid(unsafe_code)]
 
+mod app;
 mod audit;
-pub mod blast;
 pub mod error;
 pub mod events;
-pub mod explain;
+mod http;
 mod keys;
-mod ops;
 pub mod platform;
-mod quarantine;
-pub mod rollback;
-mod routes;
 pub mod serve;
-mod state;
-pub mod tokens;
+pub mod service;
 
 use std::io::Write as _;
 use std::os::unix::fs::{DirBuilderExt as _, OpenOptionsExt as _};
@@ -23,9 +18,10 @@ use std::sync::Arc;
 
 use sng_store::{Role, Store};
 
+pub use app::AppState;
 pub use error::{ApiError, Cause, StatusBody};
+pub use http::router;
 pub use keys::rotate_master_key;
-pub use routes::{router, AppState};
 
 /// Settings of `sng server`.
 #[derive(Debug, Clone, Default)]

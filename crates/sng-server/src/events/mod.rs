@@ -1,7 +1,8 @@
 //! Events and webhooks: the platform emits events into the store's durable outbox
 //! ([`emit`] / [`emit_event`]), a delivery task ([`delivery::deliver_loop`]) sends them to the
 //! tenant's `Webhook`s, signed, in order per webhook, with retries and dead letters; the API
-//! lists events and dead letters, replays them, and serves `GET /metrics`.
+//! (`http/events.rs`, `http/metrics.rs`) lists events and dead letters, replays them, and serves
+//! `GET /metrics`.
 //!
 //! Emitting never waits for a delivery: it writes the outbox and wakes the delivery task.
 //! Delivery is at least once (a crash between a receiver's 2xx and its recording resends the
@@ -9,7 +10,6 @@
 
 pub mod delivery;
 pub mod metrics;
-mod routes;
 
 use std::sync::LazyLock;
 use std::time::Duration;
@@ -21,7 +21,6 @@ use sng_store::{Store, StoreError};
 
 pub use delivery::deliver_loop;
 pub use metrics::{render_metrics, write_metric};
-pub use routes::routes;
 pub use sng_store::{DeadLetter, Event, EVENT_SCHEMA_VERSION};
 
 /// Wakes every delivery task of the process (a counter; a wake is never lost).

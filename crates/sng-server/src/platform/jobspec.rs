@@ -126,7 +126,7 @@ pub fn for_run(
     let spec = &mut claim.spec;
     spec.expected_plan_hash = expected_plan_hash;
     spec.hold_destroys =
-        asked == Operation::Apply && crate::routes::is_production(&p.store, tenant);
+        asked == Operation::Apply && crate::service::is_production(&p.store, tenant);
     spec.limits = run_limits(ws);
     // The platform releases the locks of its own state when a run ends or is found cut; a
     // bucket's lock file left by an ended run (killed hard: server kill -9, engine killed

@@ -4,11 +4,9 @@
 //! API token of the tenant with the `operator` role (or higher) acts as a third party.
 
 use axum::body::{Body, Bytes};
-use axum::extract::{DefaultBodyLimit, Path, Query, State};
+use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::routing::any;
-use axum::Router;
 use base64::Engine as _;
 use http_body_util::{BodyExt as _, LengthLimitError, Limited};
 use md5::{Digest as _, Md5};
@@ -16,22 +14,12 @@ use serde::Deserialize;
 use sng_core::state::validate_state;
 use sng_store::{LockOutcome, Role, RunToken, TokenCheck, WriteOutcome};
 
+use crate::app::{blocking, AppState};
 use crate::error::ApiError;
-use crate::routes::{blocking, AppState};
 
 /// The largest state body (or LockInfo) the backend reads: 256 MiB. A real workspace's state
 /// is far below it (tests store 50 MiB through the engine); beyond it, 413 naming the limit.
 pub const MAX_STATE_BYTES: usize = 256 << 20;
-
-/// Routes of the state backend. The handlers read their bodies themselves, after checking the
-/// token, bounded by [`MAX_STATE_BYTES`] (not the framework's 2 MiB default): an unauthenticated
-/// request is refused before its body is read.
-pub fn state_routes() -> Router<AppState> {
-    Router::new()
-        .route("/state/v1/{tenant}/{workspace}", any(state))
-        .route("/state/v1/{tenant}/{workspace}/lock", any(lock))
-        .layer(DefaultBodyLimit::max(MAX_STATE_BYTES))
-}
 
 /// The run token from basic auth, checked against the path. Unknown, expired or revoked token →
 /// 401; another workspace or another tenant → 404, as if it did not exist (never 403); an API
@@ -96,7 +84,7 @@ async fn run_of(
 }
 
 #[derive(Deserialize)]
-struct WriteQuery {
+pub(crate) struct WriteQuery {
     #[serde(rename = "ID")]
     id: Option<String>,
 }
@@ -133,7 +121,7 @@ async fn read_body(headers: &HeaderMap, body: Body) -> Result<Bytes, ApiError> {
     }
 }
 
-async fn state(
+pub(crate) async fn state(
     State(st): State<AppState>,
     method: Method,
     headers: HeaderMap,
@@ -204,7 +192,7 @@ async fn state(
     }
 }
 
-async fn lock(
+pub(crate) async fn lock(
     State(st): State<AppState>,
     method: Method,
     headers: HeaderMap,

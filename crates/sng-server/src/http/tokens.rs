@@ -1,38 +1,25 @@
 //! Tokens of a tenant, managed by its admins (or the platform admin): create (the value is
 //! answered once), list and read (never the values), revoke. Another tenant answers 404.
 
-use axum::extract::rejection::JsonRejection;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
-use axum::routing::get;
-use axum::{Json, Router};
+use axum::Json;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use sng_api::Kind;
 use sng_store::{Role, StoreError, TokenInfo};
 
+use crate::app::{blocking, AppState};
 use crate::error::ApiError;
-use crate::routes::{blocking, AppState, Caller};
+
+use super::extract::{Caller, JsonBody, Params};
 
 /// Longest description of a token.
 const MAX_DESCRIPTION: usize = 256;
 
-/// `GET|POST /api/v1/tenants/{t}/tokens`; `GET|DELETE /api/v1/tenants/{t}/tokens/{id}`.
-pub fn routes() -> Router<AppState> {
-    Router::new()
-        .route(
-            "/api/v1/tenants/{tenant}/tokens",
-            get(list_tokens).post(create_token),
-        )
-        .route(
-            "/api/v1/tenants/{tenant}/tokens/{id}",
-            get(get_token).delete(revoke_token),
-        )
-}
-
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct CreateToken {
+pub(crate) struct CreateToken {
     role: String,
     /// Validity, a Go duration (`30m`, `24h`); none: never expires.
     #[serde(default)]
@@ -62,16 +49,16 @@ fn info_value(info: &TokenInfo) -> Value {
     serde_json::to_value(info).expect("json")
 }
 
-async fn create_token(
+pub(crate) async fn create_token(
     State(st): State<AppState>,
     caller: Caller,
-    params: crate::routes::Params,
+    params: Params,
     Path(tenant): Path<String>,
-    body: Result<Json<CreateToken>, JsonRejection>,
+    body: Result<JsonBody<CreateToken>, ApiError>,
 ) -> Result<(StatusCode, Json<TokenCreated>), ApiError> {
     params.only(&[])?;
     caller.require(&tenant, Role::Admin, "creating a token")?;
-    let Json(req) = body.map_err(|e| ApiError::bad_request(e.body_text()))?;
+    let JsonBody(req) = body?;
     let role = Role::parse(&req.role).ok_or_else(|| {
         ApiError::invalid_field(
             "token",
@@ -120,10 +107,10 @@ async fn create_token(
     Ok((StatusCode::CREATED, Json(TokenCreated { info, token })))
 }
 
-async fn list_tokens(
+pub(crate) async fn list_tokens(
     State(st): State<AppState>,
     caller: Caller,
-    params: crate::routes::Params,
+    params: Params,
     Path(tenant): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
     params.only(&[])?;
@@ -140,10 +127,10 @@ async fn list_tokens(
     })))
 }
 
-async fn get_token(
+pub(crate) async fn get_token(
     State(st): State<AppState>,
     caller: Caller,
-    params: crate::routes::Params,
+    params: Params,
     Path((tenant, id)): Path<(String, String)>,
 ) -> Result<Json<Value>, ApiError> {
     params.only(&[])?;
@@ -155,10 +142,10 @@ async fn get_token(
     Ok(Json(info_value(&info)))
 }
 
-async fn revoke_token(
+pub(crate) async fn revoke_token(
     State(st): State<AppState>,
     caller: Caller,
-    params: crate::routes::Params,
+    params: Params,
     Path((tenant, id)): Path<(String, String)>,
 ) -> Result<Json<Value>, ApiError> {
     params.only(&[])?;

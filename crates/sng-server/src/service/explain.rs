@@ -1,20 +1,15 @@
-//! `GET /api/v1/tenants/{t}/workspaces/{name}/explain`: the causal chain of why a workspace is in
+//! Explain: the causal chain of why a workspace is in
 //! its state, in plain words, with the command to run next — following parents when it waits for
 //! them. Built from the same observation and decision as the reconciler.
 
-use axum::extract::{Path, State};
-use axum::Json;
 use serde::Serialize;
-use serde_json::Value;
 use sng_api::conditions::{AWAITING_APPROVAL, FAILED, READY};
 use sng_api::run::Reason;
 use sng_api::workspace::Workspace;
 use sng_core::decide::{decide, Action};
-use sng_store::{Role, Store};
+use sng_store::{Store, StoreError};
 
-use crate::error::ApiError;
 use crate::platform::{observe, Snapshot};
-use crate::routes::{blocking, AppState, Caller};
 
 /// One link of the chain.
 #[derive(Debug, Clone, Serialize)]
@@ -259,26 +254,15 @@ pub fn explain(
     }
 }
 
-/// The handler.
-pub async fn explain_route(
-    State(st): State<AppState>,
-    caller: Caller,
-    params: crate::routes::Params,
-    Path((tenant, name)): Path<(String, String)>,
-) -> Result<Json<Value>, ApiError> {
-    params.only(&[])?;
-    caller.require(&tenant, Role::Viewer, "reading a workspace")?;
-    let steps = blocking(&st, move |s| {
-        let snap = Snapshot::load(s, &tenant)?;
-        if !snap.workspaces.contains_key(&name) {
-            return Err(sng_store::StoreError::not_found("Workspace", &name));
-        }
-        let mut out = Vec::new();
-        explain(s, &tenant, &snap, &name, 0, &mut out);
-        Ok(out)
-    })
-    .await?;
-    Ok(Json(serde_json::json!({"chain": steps})))
+/// The chain of workspace `name` of `tenant` (404 when it does not exist).
+pub fn chain(store: &Store, tenant: &str, name: &str) -> Result<Vec<Step>, StoreError> {
+    let snap = Snapshot::load(store, tenant)?;
+    if !snap.workspaces.contains_key(name) {
+        return Err(StoreError::not_found("Workspace", name));
+    }
+    let mut out = Vec::new();
+    explain(store, tenant, &snap, name, 0, &mut out);
+    Ok(out)
 }
 
 /// The step of a workspace whose last run failed: the reason, the backoff, what to do.

@@ -7,27 +7,17 @@
 
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{Path, Query, State};
-use axum::routing::{get, post};
-use axum::{Json, Router};
+use axum::Json;
 use serde::Deserialize;
 use serde_json::{json, Value};
 use sng_api::Kind;
 use sng_store::{QuarantineEntry, Role, Store, StoreError};
 
+use crate::app::{blocking, AppState};
 use crate::error::ApiError;
-use crate::routes::{
-    blocking, cursor_after, cursor_token, limit_of, page_body, AppState, Caller, Params,
-};
 
-/// `GET /api/v1/tenants/{tenant}/quarantine`, `POST …/quarantine/{id}/discard`.
-pub fn routes() -> Router<AppState> {
-    Router::new()
-        .route("/api/v1/tenants/{tenant}/quarantine", get(list))
-        .route(
-            "/api/v1/tenants/{tenant}/quarantine/{id}/discard",
-            post(discard),
-        )
-}
+use super::extract::{Caller, Params};
+use super::page::{cursor_after, cursor_token, limit_of, page_body};
 
 /// A quarantined plan as answered, its age counted from `now` (Unix seconds).
 pub fn item(e: &QuarantineEntry, now: i64) -> Value {
@@ -57,7 +47,7 @@ pub fn item(e: &QuarantineEntry, now: i64) -> Value {
 }
 
 #[derive(Deserialize, Default)]
-struct ListQuery {
+pub(crate) struct ListQuery {
     #[serde(default)]
     workspace: Option<String>,
     #[serde(default)]
@@ -91,7 +81,7 @@ fn all_of(all: Option<&str>) -> Result<bool, ApiError> {
     }
 }
 
-async fn list(
+pub(crate) async fn list(
     State(st): State<AppState>,
     caller: Caller,
     Path(tenant): Path<String>,
@@ -126,7 +116,7 @@ async fn list(
     )))
 }
 
-async fn discard(
+pub(crate) async fn discard(
     State(st): State<AppState>,
     caller: Caller,
     params: Params,

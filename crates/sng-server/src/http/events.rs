@@ -1,40 +1,20 @@
-//! Routes of events, dead letters and metrics. Tenant-scoped like the others: a token sees its
+//! Events and dead letters of a tenant. Tenant-scoped like the others: a token sees its
 //! own tenant only, another tenant answers 404. Any role reads; replaying needs `operator`.
 
-use axum::extract::rejection::{JsonRejection, QueryRejection};
+use axum::extract::rejection::QueryRejection;
 use axum::extract::{Path, Query, State};
-use axum::http::{header, StatusCode};
-use axum::response::IntoResponse;
-use axum::routing::{get, post};
-use axum::{Json, Router};
+use axum::http::StatusCode;
+use axum::Json;
 use serde::Deserialize;
 use serde_json::{json, Value};
 use sng_api::Kind;
 use sng_store::{Event, EventFilter, Role, StoreError};
 
+use crate::app::{blocking, AppState};
 use crate::error::ApiError;
-use crate::routes::{
-    blocking, cursor_after, cursor_token, limit_of, list_body, page_body, AppState, Caller, Params,
-};
 
-/// `GET /metrics`; `GET|POST /api/v1/tenants/{t}/events`; `GET /api/v1/tenants/{t}/deadletters`;
-/// `POST /api/v1/tenants/{t}/deadletters/{id}/replay`.
-pub fn routes() -> Router<AppState> {
-    Router::new()
-        .route("/metrics", get(metrics))
-        .route(
-            "/api/v1/tenants/{tenant}/events",
-            get(list_events).post(inject_event),
-        )
-        .route(
-            "/api/v1/tenants/{tenant}/deadletters",
-            get(list_dead_letters),
-        )
-        .route(
-            "/api/v1/tenants/{tenant}/deadletters/{id}/replay",
-            post(replay),
-        )
-}
+use super::extract::{Caller, JsonBody, Params};
+use super::page::{cursor_after, cursor_token, limit_of, list_body, page_body};
 
 fn scope(caller: &Caller, tenant: &str) -> Result<(), ApiError> {
     if caller.0.can_see(tenant) {
@@ -53,7 +33,7 @@ fn tenant_exists(s: &sng_store::Store, tenant: &str) -> Result<(), StoreError> {
 
 #[derive(Deserialize, Default)]
 #[serde(rename_all = "camelCase")]
-struct EventsQuery {
+pub(crate) struct EventsQuery {
     #[serde(default)]
     workspace: Option<String>,
     #[serde(default)]
@@ -119,7 +99,7 @@ fn since_of(text: &str, now: chrono::DateTime<chrono::Utc>) -> Result<String, St
 /// The events of a tenant, newest first, those the filters keep (`workspace`, `run`,
 /// `correlationId`, `type`, `since`); paged like the other listings (`limit`: default 100, at
 /// most 1000; `continue`: the cursor of the previous page, bound to the same filters).
-async fn list_events(
+pub(crate) async fn list_events(
     State(st): State<AppState>,
     caller: Caller,
     Path(tenant): Path<String>,
@@ -193,7 +173,7 @@ async fn list_events(
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct InjectRequest {
+pub(crate) struct InjectRequest {
     event_type: String,
     workspace: String,
     #[serde(default)]
@@ -206,12 +186,12 @@ struct InjectRequest {
 
 /// Inject an event (platform admin, for tests and integrations): it goes through the outbox
 /// and to the webhooks like any event. An `eventType` not in the closed list is refused (422).
-async fn inject_event(
+pub(crate) async fn inject_event(
     State(st): State<AppState>,
     caller: Caller,
-    params: crate::routes::Params,
+    params: Params,
     Path(tenant): Path<String>,
-    body: Result<Json<InjectRequest>, JsonRejection>,
+    body: Result<JsonBody<InjectRequest>, ApiError>,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
     params.only(&[])?;
     scope(&caller, &tenant)?;
@@ -220,7 +200,7 @@ async fn inject_event(
             "injecting an event needs the platform admin token",
         ));
     }
-    let Json(req) = body.map_err(|e| ApiError::bad_request(e.body_text()))?;
+    let JsonBody(req) = body?;
     let correlation = req
         .correlation_id
         .filter(|c| !c.trim().is_empty())
@@ -250,7 +230,7 @@ async fn inject_event(
     let e = event.clone();
     blocking(&st, move |s| {
         tenant_exists(s, &e.tenant)?;
-        super::emit(s, &e)
+        crate::events::emit(s, &e)
     })
     .await?;
     Ok((
@@ -260,10 +240,10 @@ async fn inject_event(
 }
 
 /// The dead letters of a tenant, newest first.
-async fn list_dead_letters(
+pub(crate) async fn list_dead_letters(
     State(st): State<AppState>,
     caller: Caller,
-    params: crate::routes::Params,
+    params: Params,
     Path(tenant): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
     params.only(&[])?;
@@ -282,10 +262,10 @@ async fn list_dead_letters(
 }
 
 /// Re-queue a dead letter: delivered again from the first attempt, before the webhook's later events.
-async fn replay(
+pub(crate) async fn replay(
     State(st): State<AppState>,
     caller: Caller,
-    params: crate::routes::Params,
+    params: Params,
     Path((tenant, id)): Path<(String, String)>,
 ) -> Result<Json<Value>, ApiError> {
     params.only(&[])?;
@@ -295,7 +275,7 @@ async fn replay(
         s.dead_letter_replay(&tenant, &id)
     })
     .await?;
-    super::notify();
+    crate::events::notify();
     Ok(Json(json!({
         "id": letter.id,
         "webhook": letter.webhook,
@@ -303,97 +283,6 @@ async fn replay(
         "eventType": letter.event.event_type,
         "replayed": true,
     })))
-}
-
-/// Metrics of the platform that live outside the store (run queue, …), already rendered with
-/// [`super::write_metric`]. Empty until the platform provides them.
-fn platform_metrics(st: &AppState) -> String {
-    let Some(p) = &st.platform else {
-        return String::new();
-    };
-    let mut out = String::new();
-    let by_result: Vec<(String, u64)> = p
-        .stats
-        .runs_by_result
-        .lock()
-        .expect("lock")
-        .iter()
-        .map(|(k, v)| (k.clone(), *v))
-        .collect();
-    let labels: Vec<[(&str, &str); 1]> = by_result
-        .iter()
-        .map(|(k, _)| [("result", k.as_str())])
-        .collect();
-    let samples: Vec<(&[(&str, &str)], f64)> = labels
-        .iter()
-        .zip(&by_result)
-        .map(|(l, (_, v))| (&l[..], *v as f64))
-        .collect();
-    super::write_metric(
-        &mut out,
-        "sng_runs_total",
-        "counter",
-        "Runs ended since the server started, by result.",
-        &samples,
-    );
-    let (buckets, sum, count) = p.stats.durations.lock().expect("lock").clone();
-    out.push_str("# HELP sng_run_duration_seconds Duration of ended runs.\n# TYPE sng_run_duration_seconds histogram\n");
-    for (bound, n) in &buckets {
-        out.push_str(&format!(
-            "sng_run_duration_seconds_bucket{{le=\"{bound}\"}} {n}\n"
-        ));
-    }
-    out.push_str(&format!("sng_run_duration_seconds_bucket{{le=\"+Inf\"}} {count}\nsng_run_duration_seconds_sum {sum}\nsng_run_duration_seconds_count {count}\n"));
-    use std::sync::atomic::Ordering::Relaxed;
-    for (name, help, value) in [
-        (
-            "sng_run_inits_reused_total",
-            "Runs that reused the initialised directory of an identical earlier run instead of starting init.",
-            p.stats.inits_reused.load(Relaxed),
-        ),
-        (
-            "sng_reconcile_passes_total",
-            "Reconcile passes since the server started.",
-            p.stats.passes.load(Relaxed),
-        ),
-    ] {
-        super::write_metric(&mut out, name, "counter", help, &[(&[], value as f64)]);
-    }
-    let queued = p
-        .store
-        .job_count(sng_core::jobs::JobState::Queued)
-        .unwrap_or(0) as f64;
-    super::write_metric(
-        &mut out,
-        "sng_run_queue_depth",
-        "gauge",
-        "Runs waiting for a slot.",
-        &[(&[], queued)],
-    );
-    super::write_metric(
-        &mut out,
-        "sng_runs_active",
-        "gauge",
-        "Runs in progress.",
-        &[(&[], p.running() as f64)],
-    );
-    out
-}
-
-/// `GET /metrics`: Prometheus text format, no authentication.
-async fn metrics(State(st): State<AppState>) -> impl IntoResponse {
-    let extra = platform_metrics(&st);
-    let store = st.store.clone();
-    let page = tokio::task::spawn_blocking(move || super::render_metrics(&store, &extra))
-        .await
-        .unwrap_or_else(|_| "# metrics unavailable\n".into());
-    (
-        [(
-            header::CONTENT_TYPE,
-            "text/plain; version=0.0.4; charset=utf-8",
-        )],
-        page,
-    )
 }
 
 #[cfg(test)]

@@ -1,0 +1,68 @@
+//! `GET /api/v1/tenants/{t}/audit`: the audit trail of a tenant (any role of the tenant:
+//! entries hold no secret values), newest first, paged.
+
+use axum::extract::rejection::QueryRejection;
+use axum::extract::{Path, Query, State};
+use axum::Json;
+use serde::Deserialize;
+use serde_json::Value;
+use sng_api::Kind;
+use sng_store::StoreError;
+
+use crate::app::{blocking, AppState};
+use crate::error::ApiError;
+
+use super::extract::{Caller, Params};
+use super::page::{cursor_after, cursor_token, limit_of, page_body};
+
+#[derive(Deserialize, Default)]
+pub(crate) struct AuditQuery {
+    #[serde(default)]
+    workspace: Option<String>,
+    #[serde(default)]
+    limit: Option<String>,
+    #[serde(default, rename = "continue")]
+    cursor: Option<String>,
+}
+
+/// Entries of one page when no `limit` is given.
+const DEFAULT_LIMIT: usize = 100;
+
+pub(crate) async fn list_audit(
+    State(st): State<AppState>,
+    caller: Caller,
+    Path(tenant): Path<String>,
+    params: Params,
+    query: Result<Query<AuditQuery>, QueryRejection>,
+) -> Result<Json<Value>, ApiError> {
+    caller.scope(&tenant)?;
+    params.only(&["workspace", "limit", "continue"])?;
+    let Query(q) = query.map_err(|e| ApiError::bad_request(e.body_text()))?;
+    let limit = limit_of(q.limit.as_deref())?.unwrap_or(DEFAULT_LIMIT);
+    let bound = q.workspace.clone().unwrap_or_default();
+    let listing = format!("the audit trail of tenant `{tenant}`");
+    let before = cursor_after(q.cursor.as_deref(), "audit", &tenant, &bound, &listing)?
+        .map(|a| {
+            a.parse::<i64>().map_err(|_| {
+                ApiError::bad_request(format!(
+                    "the continue token does not belong to this listing ({listing}): it is malformed"
+                ))
+            })
+        })
+        .transpose()?;
+    let t = tenant.clone();
+    let (entries, next) = blocking(&st, move |s| {
+        if s.get(Kind::Tenant, "", &t)?.is_none() {
+            return Err(StoreError::not_found("Tenant", &t));
+        }
+        s.audit_page(&t, q.workspace.as_deref(), limit, before)
+    })
+    .await?;
+    Ok(Json(page_body(
+        entries
+            .into_iter()
+            .map(|e| serde_json::to_value(e).expect("json"))
+            .collect(),
+        next.map(|seq| cursor_token("audit", &tenant, &bound, seq.to_string())),
+    )))
+}

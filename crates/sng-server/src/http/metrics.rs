@@ -1,0 +1,126 @@
+//! The platform's counters: `GET /metrics` (Prometheus text, no authentication) and
+//! `GET /api/v1/stats` (platform admin).
+
+use axum::extract::State;
+use axum::http::header;
+use axum::response::IntoResponse;
+use axum::Json;
+use serde_json::{json, Value};
+
+use crate::app::AppState;
+use crate::error::ApiError;
+
+use super::extract::{Caller, Params};
+
+/// Metrics of the platform that live outside the store (run queue, …), already rendered with
+/// [`crate::events::write_metric`]. Empty until the platform provides them.
+fn platform_metrics(st: &AppState) -> String {
+    let Some(p) = &st.platform else {
+        return String::new();
+    };
+    let mut out = String::new();
+    let by_result: Vec<(String, u64)> = p
+        .stats
+        .runs_by_result
+        .lock()
+        .expect("lock")
+        .iter()
+        .map(|(k, v)| (k.clone(), *v))
+        .collect();
+    let labels: Vec<[(&str, &str); 1]> = by_result
+        .iter()
+        .map(|(k, _)| [("result", k.as_str())])
+        .collect();
+    let samples: Vec<(&[(&str, &str)], f64)> = labels
+        .iter()
+        .zip(&by_result)
+        .map(|(l, (_, v))| (&l[..], *v as f64))
+        .collect();
+    crate::events::write_metric(
+        &mut out,
+        "sng_runs_total",
+        "counter",
+        "Runs ended since the server started, by result.",
+        &samples,
+    );
+    let (buckets, sum, count) = p.stats.durations.lock().expect("lock").clone();
+    out.push_str("# HELP sng_run_duration_seconds Duration of ended runs.\n# TYPE sng_run_duration_seconds histogram\n");
+    for (bound, n) in &buckets {
+        out.push_str(&format!(
+            "sng_run_duration_seconds_bucket{{le=\"{bound}\"}} {n}\n"
+        ));
+    }
+    out.push_str(&format!("sng_run_duration_seconds_bucket{{le=\"+Inf\"}} {count}\nsng_run_duration_seconds_sum {sum}\nsng_run_duration_seconds_count {count}\n"));
+    use std::sync::atomic::Ordering::Relaxed;
+    for (name, help, value) in [
+        (
+            "sng_run_inits_reused_total",
+            "Runs that reused the initialised directory of an identical earlier run instead of starting init.",
+            p.stats.inits_reused.load(Relaxed),
+        ),
+        (
+            "sng_reconcile_passes_total",
+            "Reconcile passes since the server started.",
+            p.stats.passes.load(Relaxed),
+        ),
+    ] {
+        crate::events::write_metric(&mut out, name, "counter", help, &[(&[], value as f64)]);
+    }
+    let queued = p
+        .store
+        .job_count(sng_core::jobs::JobState::Queued)
+        .unwrap_or(0) as f64;
+    crate::events::write_metric(
+        &mut out,
+        "sng_run_queue_depth",
+        "gauge",
+        "Runs waiting for a slot.",
+        &[(&[], queued)],
+    );
+    crate::events::write_metric(
+        &mut out,
+        "sng_runs_active",
+        "gauge",
+        "Runs in progress.",
+        &[(&[], p.running() as f64)],
+    );
+    out
+}
+
+/// `GET /metrics`: Prometheus text format, no authentication.
+pub(crate) async fn metrics(State(st): State<AppState>) -> impl IntoResponse {
+    let extra = platform_metrics(&st);
+    let store = st.store.clone();
+    let page = tokio::task::spawn_blocking(move || crate::events::render_metrics(&store, &extra))
+        .await
+        .unwrap_or_else(|_| "# metrics unavailable\n".into());
+    (
+        [(
+            header::CONTENT_TYPE,
+            "text/plain; version=0.0.4; charset=utf-8",
+        )],
+        page,
+    )
+}
+
+/// Counters of the reconciler (platform admin).
+pub(crate) async fn stats(
+    State(st): State<AppState>,
+    caller: Caller,
+    params: Params,
+) -> Result<Json<Value>, ApiError> {
+    params.only(&[])?;
+    caller.platform_admin("reading the platform's counters")?;
+    use std::sync::atomic::Ordering::Relaxed;
+    Ok(Json(match &st.platform {
+        Some(p) => json!({
+            "reconcilePasses": p.stats.passes.load(Relaxed),
+            "runsStarted": p.stats.runs_started.load(Relaxed),
+            "initsReused": p.stats.inits_reused.load(Relaxed),
+            "runsActive": p.running(),
+        }),
+        None => {
+            json!({"reconcilePasses": 0, "runsStarted": 0, "initsReused": 0, "runsActive": 0, "engine": "unavailable"})
+        }
+    }))
+}

@@ -1,0 +1,113 @@
+//! The HTTP API: the router. Each resource's handlers live in their own file; they parse the
+//! request (the extractors of [`extract`], the pages of [`page`]), call a service
+//! (`crate::service`) and shape the answer. Every query is scoped by the tenant of the path,
+//! and a token only sees its own tenant: another tenant answers 404, as if it did not exist
+//! (never 403). Inside its tenant, a token's role decides what it may do: `viewer` reads (no
+//! secret values), `operator` also changes things, `admin` also manages the tenant's settings
+//! and tokens.
+
+mod audit;
+mod events;
+mod extract;
+mod metrics;
+mod objects;
+mod page;
+mod quarantine;
+mod runs;
+mod state;
+mod tenants;
+mod tokens;
+mod workspaces;
+
+use axum::extract::DefaultBodyLimit;
+use axum::routing::{any, get, post, put};
+use axum::Router;
+
+use crate::app::AppState;
+use crate::error::ApiError;
+
+pub use state::MAX_STATE_BYTES;
+
+/// The whole API.
+pub fn router(state: AppState) -> Router {
+    let ws = "/api/v1/tenants/{tenant}/workspaces/{name}";
+    Router::new()
+        .route("/healthz", get(|| async { "ok" }))
+        .route("/metrics", get(metrics::metrics))
+        .route("/api/v1/stats", get(metrics::stats))
+        .route(
+            "/api/v1/tenants",
+            get(tenants::list_tenants).post(tenants::create_tenant),
+        )
+        .route(
+            "/api/v1/tenants/{tenant}",
+            get(tenants::get_tenant).delete(tenants::delete_tenant),
+        )
+        .route("/api/v1/tenants/{tenant}/apply", post(objects::apply))
+        .route(
+            "/api/v1/tenants/{tenant}/rotate-key",
+            post(tenants::rotate_tenant_key),
+        )
+        .route(&format!("{ws}/runs"), get(runs::list_runs))
+        .route(&format!("{ws}/state"), get(workspaces::state_versions))
+        .route(&format!("{ws}/explain"), get(workspaces::explain))
+        .route(
+            "/api/v1/tenants/{tenant}/plan",
+            post(workspaces::speculative_plan),
+        )
+        .route(&format!("{ws}/rollback"), post(workspaces::rollback))
+        .route(&format!("{ws}/refresh"), post(workspaces::refresh_now))
+        .route(&format!("{ws}/approve"), post(workspaces::approve))
+        .route(&format!("{ws}/cancel"), post(workspaces::cancel_run))
+        .route("/api/v1/tenants/{tenant}/runs/{id}", get(runs::get_run))
+        .route("/api/v1/tenants/{tenant}/runs/{id}/log", get(runs::get_log))
+        .route("/api/v1/tenants/{tenant}/{kind}", get(objects::list))
+        .route(
+            "/api/v1/tenants/{tenant}/{kind}/{name}",
+            get(objects::get_one).delete(objects::delete_one),
+        )
+        .route(
+            "/api/v1/tenants/{tenant}/{kind}/{name}/status",
+            put(objects::write_status).patch(objects::write_status),
+        )
+        .merge(state_backend())
+        .route(
+            "/api/v1/tenants/{tenant}/events",
+            get(events::list_events).post(events::inject_event),
+        )
+        .route(
+            "/api/v1/tenants/{tenant}/deadletters",
+            get(events::list_dead_letters),
+        )
+        .route(
+            "/api/v1/tenants/{tenant}/deadletters/{id}/replay",
+            post(events::replay),
+        )
+        .route(
+            "/api/v1/tenants/{tenant}/tokens",
+            get(tokens::list_tokens).post(tokens::create_token),
+        )
+        .route(
+            "/api/v1/tenants/{tenant}/tokens/{id}",
+            get(tokens::get_token).delete(tokens::revoke_token),
+        )
+        .route("/api/v1/tenants/{tenant}/audit", get(audit::list_audit))
+        .route("/api/v1/tenants/{tenant}/quarantine", get(quarantine::list))
+        .route(
+            "/api/v1/tenants/{tenant}/quarantine/{id}/discard",
+            post(quarantine::discard),
+        )
+        .fallback(|| async { ApiError::not_found("no such API path") })
+        .with_state(state)
+}
+
+/// The OpenTofu `http` state backend: `GET|POST|DELETE /state/v1/{tenant}/{workspace}` and
+/// `LOCK|UNLOCK …/lock`. The handlers read their bodies themselves, after checking the token,
+/// bounded by [`MAX_STATE_BYTES`] (not the framework's 2 MiB default): an unauthenticated
+/// request is refused before its body is read.
+fn state_backend() -> Router<AppState> {
+    Router::new()
+        .route("/state/v1/{tenant}/{workspace}", any(state::state))
+        .route("/state/v1/{tenant}/{workspace}/lock", any(state::lock))
+        .layer(DefaultBodyLimit::max(MAX_STATE_BYTES))
+}
