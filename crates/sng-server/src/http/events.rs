@@ -7,29 +7,14 @@ use axum::http::StatusCode;
 use axum::Json;
 use serde::Deserialize;
 use serde_json::{json, Value};
-use sng_api::Kind;
-use sng_store::{Event, EventFilter, Role, StoreError};
+use sng_store::{Event, EventFilter, Role};
 
 use crate::app::{blocking, AppState};
 use crate::error::ApiError;
+use crate::service::access::tenant_exists;
 
 use super::extract::{Caller, JsonBody, Params};
 use super::page::{cursor_after, cursor_token, limit_of, list_body, page_body};
-
-fn scope(caller: &Caller, tenant: &str) -> Result<(), ApiError> {
-    if caller.0.can_see(tenant) {
-        Ok(())
-    } else {
-        Err(ApiError::not_found(format!("Tenant `{tenant}` not found")))
-    }
-}
-
-fn tenant_exists(s: &sng_store::Store, tenant: &str) -> Result<(), StoreError> {
-    match s.get(Kind::Tenant, "", tenant)? {
-        Some(_) => Ok(()),
-        None => Err(StoreError::not_found("Tenant", tenant)),
-    }
-}
 
 #[derive(Deserialize, Default)]
 #[serde(rename_all = "camelCase")]
@@ -106,7 +91,7 @@ pub(crate) async fn list_events(
     params: Params,
     query: Result<Query<EventsQuery>, QueryRejection>,
 ) -> Result<Json<Value>, ApiError> {
-    scope(&caller, &tenant)?;
+    caller.scope(&tenant)?;
     params.only(EVENTS_PARAMS)?;
     let Query(q) = query.map_err(|e| ApiError::bad_request(e.body_text()))?;
     let limit = limit_of(q.limit.as_deref())?.unwrap_or(DEFAULT_LIMIT);
@@ -194,7 +179,7 @@ pub(crate) async fn inject_event(
     body: Result<JsonBody<InjectRequest>, ApiError>,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
     params.only(&[])?;
-    scope(&caller, &tenant)?;
+    caller.scope(&tenant)?;
     if !caller.0.is_platform_admin() {
         return Err(ApiError::forbidden(
             "injecting an event needs the platform admin token",
@@ -247,7 +232,7 @@ pub(crate) async fn list_dead_letters(
     Path(tenant): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
     params.only(&[])?;
-    scope(&caller, &tenant)?;
+    caller.scope(&tenant)?;
     let letters = blocking(&st, move |s| {
         tenant_exists(s, &tenant)?;
         s.dead_letters(&tenant)

@@ -10,11 +10,11 @@ use axum::extract::{Path, Query, State};
 use axum::Json;
 use serde::Deserialize;
 use serde_json::{json, Value};
-use sng_api::Kind;
-use sng_store::{QuarantineEntry, Role, Store, StoreError};
+use sng_store::{QuarantineEntry, Role};
 
 use crate::app::{blocking, AppState};
 use crate::error::ApiError;
+use crate::service::access::tenant_exists;
 
 use super::extract::{Caller, Params};
 use super::page::{cursor_after, cursor_token, limit_of, page_body};
@@ -60,13 +60,6 @@ pub(crate) struct ListQuery {
 
 /// Entries of one page when no `limit` is given.
 const DEFAULT_LIMIT: usize = 100;
-
-fn tenant_exists(s: &Store, tenant: &str) -> Result<(), StoreError> {
-    match s.get(Kind::Tenant, "", tenant)? {
-        Some(_) => Ok(()),
-        None => Err(StoreError::not_found("Tenant", tenant)),
-    }
-}
 
 /// `?all=` : absent or `false` (open entries only), `true` or empty (every entry).
 fn all_of(all: Option<&str>) -> Result<bool, ApiError> {

@@ -6,11 +6,11 @@ use axum::http::StatusCode;
 use axum::Json;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
-use sng_api::Kind;
-use sng_store::{Role, StoreError, TokenInfo};
+use sng_store::{Role, TokenInfo};
 
 use crate::app::{blocking, AppState};
 use crate::error::ApiError;
+use crate::service::access::tenant_exists;
 
 use super::extract::{Caller, JsonBody, Params};
 
@@ -36,13 +36,6 @@ pub struct TokenCreated {
     pub info: TokenInfo,
     /// The value of the token.
     pub token: String,
-}
-
-fn tenant_exists(s: &sng_store::Store, tenant: &str) -> Result<(), StoreError> {
-    match s.get(Kind::Tenant, "", tenant)? {
-        Some(_) => Ok(()),
-        None => Err(StoreError::not_found("Tenant", tenant)),
-    }
 }
 
 fn info_value(info: &TokenInfo) -> Value {

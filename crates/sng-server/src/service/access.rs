@@ -4,7 +4,7 @@
 //! manages the tenant's settings and tokens.
 
 use sng_api::Kind;
-use sng_store::{Principal, Role};
+use sng_store::{Principal, Role, Store, StoreError};
 
 use crate::error::ApiError;
 
@@ -43,5 +43,13 @@ pub fn write_role(kind: Kind) -> Role {
     match kind {
         Kind::Policy | Kind::Webhook => Role::Admin,
         _ => Role::Operator,
+    }
+}
+
+/// The tenant exists (a listing of a tenant that does not answers 404, not an empty list).
+pub fn tenant_exists(s: &Store, tenant: &str) -> Result<(), StoreError> {
+    match s.get(Kind::Tenant, "", tenant)? {
+        Some(_) => Ok(()),
+        None => Err(StoreError::not_found("Tenant", tenant)),
     }
 }
