@@ -2,7 +2,7 @@
 //! can claim; the claim carries a lease (renewed by heartbeats) and an epoch (raised by every
 //! claim) so that a process whose lease is gone can write nothing: its finish and its heartbeats
 //! name an epoch that is no longer the job's. Implemented by the store (SQLite now); the
-//! conformance tests in `sng-store/tests/jobs.rs` state the contract.
+//! conformance tests in `sng-store/tests/conformance/jobs.rs` state the contract.
 
 use serde::{Deserialize, Serialize};
 

@@ -1,5 +1,5 @@
 //! The job queue with leases (its vocabulary is [`crate::jobs`]; its contract is
-//! `sng-store/tests/jobs.rs`).
+//! `sng-store/tests/conformance/jobs.rs`).
 
 use serde_json::Value;
 use sng_api::run::RunRecord;

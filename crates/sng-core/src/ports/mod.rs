@@ -1,6 +1,6 @@
 //! Ports: what the platform needs from its storage, as traits, so that the embedded SQLite
 //! store and a PostgreSQL one can be swapped and checked by one conformance suite
-//! (`sng-store/tests/conformance/`, and `sng-store/tests/jobs.rs` for the job queue). Each port
+//! (`sng-store/tests/conformance/`, the job queue's in `conformance/jobs.rs`). Each port
 //! holds its trait and the plain data it speaks in. Errors are the implementation's own type
 //! (an associated `Error`): it names no database library.
 

@@ -1,10 +1,10 @@
 //! The conformance suite of the ports of `sng-core` (objects, runs and their logs, state,
-//! tokens, the outbox, the change feed; the job queue's contract is `tests/jobs.rs`): one
-//! module per port, each contract a function generic over the ports (plus a small [`Fixture`]
+//! tokens, the outbox, the change feed, the job queue with leases): one module per port, each contract a function generic over the ports (plus a small [`Fixture`]
 //! for what it sets up), run here against a fresh in-memory SQLite store by [`sqlite!`]. A
 //! PostgreSQL store runs the same functions against itself.
 
 mod feed;
+mod jobs;
 mod objects;
 mod outbox;
 mod runs;
