@@ -283,12 +283,21 @@ impl Store {
     fn close_leases(
         &self,
         clause: &str,
-        p: impl rusqlite::Params,
+        p: impl rusqlite::Params + Copy,
         now_ms: i64,
         reason: Reason,
         message: &str,
     ) -> Result<Vec<Expired>> {
         let mut conn = self.conn();
+        // Asked on every agent tick: nothing to close (the usual answer) takes no write lock.
+        let any: bool = conn.query_row(
+            &format!("SELECT EXISTS (SELECT 1 FROM jobs WHERE {clause})"),
+            p,
+            |r| r.get(0),
+        )?;
+        if !any {
+            return Ok(Vec::new());
+        }
         let tx = immediate(&mut conn)?;
         let expired: Vec<Job> = {
             let mut stmt = tx.prepare_cached(&format!(
