@@ -259,9 +259,11 @@ fn needed(f: &Facts) -> Action {
     }
     let changed = f.applied_hash.as_deref() != Some(f.inputs_hash.as_str());
     if changed {
-        // A plan made with defaults for the same inputs: wait for the parents (they wake us).
+        // A plan made for the same inputs while a parent was not Ready (with defaults or
+        // not): wait for the parents (their ends wake us).
         if let Some(r) = &f.last_run {
-            if r.inputs_hash == f.inputs_hash && r.planned_with_defaults && plan_only {
+            let plan_for_parents = r.planned_with_defaults || r.operation == Some(Operation::Plan);
+            if r.inputs_hash == f.inputs_hash && plan_for_parents && plan_only && !f.manual {
                 return Action::Idle { requeue_at: None };
             }
         }

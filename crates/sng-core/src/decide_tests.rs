@@ -258,6 +258,46 @@ fn decisions() {
             },
             Action::Idle { requeue_at: None },
         ),
+        (
+            "planned already while the parent was not Ready: wait for the parent",
+            Facts {
+                applied_hash: None,
+                parents: vec![Parent {
+                    name: "net".into(),
+                    exists: true,
+                    outputs_only: true,
+                    defaults_cover: true,
+                    ..Parent::default()
+                }],
+                last_run: Some(LastRun {
+                    inputs_hash: "h1".into(),
+                    operation: Some(Plan),
+                    ..LastRun::default()
+                }),
+                ..ready()
+            },
+            Action::Idle { requeue_at: None },
+        ),
+        (
+            "planned while the parent was not Ready, the parent is now: apply",
+            Facts {
+                applied_hash: None,
+                parents: vec![Parent {
+                    name: "net".into(),
+                    exists: true,
+                    ready: true,
+                    outputs_only: true,
+                    defaults_cover: true,
+                }],
+                last_run: Some(LastRun {
+                    inputs_hash: "h1".into(),
+                    operation: Some(Plan),
+                    ..LastRun::default()
+                }),
+                ..ready()
+            },
+            run(Apply, InputsChanged),
+        ),
     ];
     for (name, facts, want) in table {
         assert_eq!(decide(&facts), want, "{name}");

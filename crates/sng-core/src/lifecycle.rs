@@ -58,6 +58,9 @@ pub struct Context<'a> {
     pub refresh: Option<(i64, bool)>,
     /// The state lock's holder now, for a `StateLocked` end.
     pub lock: Option<LockStatus>,
+    /// `spec.approval: manual`: a plan waits for a person. Otherwise a plan (not a refresh,
+    /// not held) was decided because a parent was not Ready: it waits for the parents.
+    pub manual: bool,
 }
 
 /// What the end of a run writes.
@@ -173,6 +176,16 @@ fn succeeded(
                 await_approval(st, cx.name, now, generation);
             }
             (None, None)
+        }
+        Operation::Plan if !cx.manual && !e.held && e.has_changes => {
+            // Planned while a parent was not Ready (the decision was plan only): no approval
+            // is asked of anyone; the apply follows once the parents are Ready.
+            let m = "planned while a parent workspace was not Ready; the apply follows once it is"
+                .to_string();
+            let reason = Reason::DependencyNotReady.as_str();
+            set(st, READY, false, reason, &m, now, generation);
+            set(st, AWAITING_APPROVAL, false, "", "", now, generation);
+            (None, Some(m))
         }
         Operation::Plan => {
             if e.has_changes {

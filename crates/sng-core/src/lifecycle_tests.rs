@@ -53,6 +53,7 @@ fn cx(refresh: Option<(i64, bool)>) -> Context<'static> {
             id: "lock-1".into(),
             who: "alice@laptop".into(),
         }),
+        manual: true,
     }
 }
 
@@ -395,6 +396,24 @@ fn what_an_end_records_beyond_the_conditions() {
         m.contains("sng approve workspace app plan-9 --confirm app"),
         "{m}"
     );
+    // Without manual approval, a plan was decided because a parent was not Ready: it asks no
+    // approval of anyone and waits for the parents.
+    let e = ended(Outcome::Succeeded, Plan, Trigger::InputsChanged);
+    let auto = Context {
+        manual: false,
+        ..cx(None)
+    };
+    let waiting = conclude(before(), &e, &auto);
+    assert_eq!(
+        cond(&waiting.status, READY).map(|c| c.1),
+        Some("DependencyNotReady".to_string())
+    );
+    assert_ne!(
+        cond(&waiting.status, AWAITING_APPROVAL).map(|c| c.0),
+        Some("True".to_string()),
+        "no approval asked"
+    );
+    assert_eq!(waiting.status.inputs_hash, None, "nothing applied");
     // The drift message counts the plan's actions.
     let e = ended(Outcome::Succeeded, Plan, Trigger::Refresh);
     let drift = conclude(before(), &e, &cx(Some((60, false)))).status;

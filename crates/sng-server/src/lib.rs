@@ -3,11 +3,13 @@
 
 mod app;
 mod audit;
+pub mod delivery;
 pub mod error;
 pub mod events;
 mod http;
 mod keys;
 pub mod platform;
+pub mod reconcile;
 pub mod serve;
 pub mod service;
 
@@ -161,15 +163,15 @@ pub async fn run(config: Config) -> Result<(), ServerError> {
     let platform = start_platform(&config, store.clone(), &url)?;
     let reconciler = platform
         .clone()
-        .map(|p| tokio::spawn(platform::reconcile_loop(p, stop.clone())));
+        .map(|p| tokio::spawn(reconcile::reconcile_loop(p, stop.clone())));
     // The local agent: claims the jobs the reconciler enqueues and runs them.
     let agent = platform
         .clone()
         .map(|p| tokio::spawn(platform::agent::agent_loop(p, stop.clone())));
     // Webhook delivery from the events outbox (settings: SNG_WEBHOOK_* variables).
-    let delivery = tokio::spawn(events::deliver_loop(
+    let delivery = tokio::spawn(delivery::deliver_loop(
         store.clone(),
-        events::DeliveryConfig::from_env(),
+        delivery::DeliveryConfig::from_env(),
         stop.clone(),
     ));
     let url_path = config.data_dir.join("server.url");

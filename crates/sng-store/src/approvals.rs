@@ -397,7 +397,7 @@ impl Store {
         )?;
         tx.commit()?;
         drop(conn);
-        self.changed(rv);
+        self.changed(crate::Topic::Intent, Some(rv));
         Ok(Some((a.plan_id, a.by, a.at)))
     }
 

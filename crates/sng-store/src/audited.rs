@@ -65,7 +65,7 @@ impl Store {
         outcome: &str,
         by: &Actor,
     ) -> Result<Object> {
-        self.change_row(kind, tenant, name, |tx, row| {
+        self.change_row(crate::Topic::Intent, kind, tenant, name, |tx, row| {
             let written = Written {
                 tenant,
                 kind: kind.as_str(),
@@ -157,8 +157,10 @@ impl Store {
         };
         insert_audit(&tx, &by, written, Value::Null)?;
         tx.commit()?;
+        drop(conn);
         self.last_ended_cache()
             .remove(&(tenant.to_string(), workspace.to_string()));
+        self.changed(crate::Topic::Intent, None);
         Ok(run_ref.map(|r| r.id))
     }
 }

@@ -72,7 +72,9 @@ impl Store {
     /// `EVENT_TYPES` above all) is refused with `Invalid` and nothing is written; an
     /// `externalId` already used is a `Conflict`.
     pub fn emit(&self, event: &Event) -> Result<()> {
-        insert_event(&self.conn(), event)
+        insert_event(&self.conn(), event)?;
+        self.changed(crate::Topic::Outbox, None);
+        Ok(())
     }
 
     /// Events of a tenant (of one workspace when given), newest first, at most `limit`.

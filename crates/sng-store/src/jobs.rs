@@ -95,6 +95,8 @@ impl Store {
         )?;
         let job = job_where(&tx, "id = ?1", params![run.id])?.expect("just inserted");
         tx.commit()?;
+        drop(conn);
+        self.changed(crate::Topic::Queued, None);
         Ok(job)
     }
 
@@ -188,8 +190,10 @@ impl Store {
         )?;
         put_run(&tx, run)?;
         tx.commit()?;
+        drop(conn);
         self.last_ended_cache()
             .remove(&(run.tenant.clone(), run.workspace.clone()));
+        self.changed(crate::Topic::Ended, None);
         Ok(())
     }
 
@@ -248,8 +252,12 @@ impl Store {
             Cancelled::Requested(job_where(&tx, "id = ?1", params![job.id])?.expect("row"))
         };
         tx.commit()?;
+        drop(conn);
         self.last_ended_cache()
             .remove(&(tenant.to_string(), workspace.to_string()));
+        // A queued job ended; a leased one is asked to stop (its agent hears it at its next
+        // heartbeat, a local one at once).
+        self.changed(crate::Topic::Ended, None);
         Ok(out)
     }
 
@@ -332,11 +340,14 @@ impl Store {
             });
         }
         tx.commit()?;
+        drop(conn);
         if !out.is_empty() {
             let mut cache = self.last_ended_cache();
             for e in &out {
                 cache.remove(&(e.job.tenant.clone(), e.job.workspace.clone()));
             }
+            drop(cache);
+            self.changed(crate::Topic::Ended, None);
         }
         Ok(out)
     }
@@ -379,7 +390,7 @@ impl Store {
         )?;
         tx.commit()?;
         drop(conn);
-        self.changed(rv);
+        self.changed(crate::Topic::Progress, Some(rv));
         Ok(())
     }
 

@@ -40,6 +40,7 @@ pub use objects::{Applied, ApplyOutcome};
 pub use quarantine::{Quarantine, QuarantineEntry, QuarantineReason};
 pub use runs::{Decision, RunPosition, RunRecord, RunToken};
 pub use sng_core::ports::LogRead;
+pub use sng_core::ports::Topic;
 pub use state::{state_meta, LockOutcome, StateLock, StateVersion, WriteOutcome};
 pub use tokens::{Principal, Role, TokenCheck, TokenInfo};
 pub use versions::Versions;
@@ -53,7 +54,7 @@ pub struct Store {
     /// The master key: it wraps the data key of each tenant (`keys`).
     master: RwLock<keys::MasterKey>,
     /// The revision of the last committed object write, for watchers.
-    changes: tokio::sync::watch::Sender<i64>,
+    changes: tokio::sync::watch::Sender<sng_core::ports::Changes>,
     /// The newest ended run of each workspace asked for (the reconciler asks for every
     /// workspace on every pass). Filled while the connection is held, emptied for a workspace
     /// by every write of its runs under the same lock: never older than the store.
@@ -91,20 +92,26 @@ impl Store {
         let store = Store {
             conn: Mutex::new(conn),
             master: RwLock::new(master),
-            changes: tokio::sync::watch::Sender::new(0),
+            changes: tokio::sync::watch::Sender::new(Default::default()),
             last_ended: Mutex::new(Default::default()),
         };
         store.ensure_default_tenant()?;
         Ok(store)
     }
 
-    /// Be told of every committed object write (the new revision).
-    pub fn subscribe(&self) -> tokio::sync::watch::Receiver<i64> {
+    /// Be told of every commit, by topic (see [`sng_core::ports::feed`]).
+    pub fn subscribe(&self) -> sng_core::ports::Revisions {
         self.changes.subscribe()
     }
 
-    pub(crate) fn changed(&self, revision: i64) {
-        self.changes.send_replace(revision);
+    /// Follow `topics` of the change feed from now on.
+    pub fn follow(&self, topics: &'static [Topic]) -> sng_core::ports::Follower {
+        sng_core::ports::Follower::new(self.subscribe(), topics)
+    }
+
+    /// Tell the followers of `topic` of a commit (which wrote objects up to `revision`).
+    pub(crate) fn changed(&self, topic: Topic, revision: Option<i64>) {
+        self.changes.send_modify(|c| c.bump(topic, revision));
     }
 
     fn conn(&self) -> MutexGuard<'_, Connection> {

@@ -9,6 +9,7 @@ use sng_api::tenant::DEFAULT_TENANT;
 use sng_api::{Kind, Object, ObjectMeta, GROUP_VERSION};
 
 use crate::keys::{Keyring, StoredSpec};
+use crate::Topic;
 use crate::{now_rfc3339, Result, Store, StoreError};
 
 pub use sng_api::wire::ApplyOutcome;
@@ -275,6 +276,24 @@ impl Store {
         dry_run: bool,
         by: Option<&crate::Actor>,
     ) -> Result<Vec<Applied>> {
+        self.apply_on(Topic::Intent, tenant, objects, dry_run, by)
+    }
+
+    /// [`Store::apply`] of what a run publishes (its outputs secret): the platform's progress,
+    /// not something asked, so the reconciler is not woken before the run has ended (it is
+    /// when the job ends; the dependents see the outputs and the parent's status together).
+    pub fn publish(&self, tenant: &str, objects: Vec<Object>) -> Result<Vec<Applied>> {
+        self.apply_on(Topic::Progress, tenant, objects, false, None)
+    }
+
+    fn apply_on(
+        &self,
+        topic: Topic,
+        tenant: &str,
+        objects: Vec<Object>,
+        dry_run: bool,
+        by: Option<&crate::Actor>,
+    ) -> Result<Vec<Applied>> {
         let mut conn = self.conn();
         let master = self.master();
         let tx = conn.transaction()?;
@@ -392,7 +411,7 @@ impl Store {
             }
             drop(cache);
             drop(conn);
-            self.changed(rv);
+            self.changed(topic, Some(rv));
         }
         Ok(out)
     }
@@ -448,7 +467,7 @@ impl Store {
         let rv = next_revision(&tx)?;
         tx.commit()?;
         drop(conn);
-        self.changed(rv);
+        self.changed(Topic::Intent, Some(rv));
         Ok(obj)
     }
 
@@ -462,7 +481,33 @@ impl Store {
         expected_version: Option<&str>,
         status: &Value,
     ) -> Result<Object> {
-        self.change_row(kind, tenant, name, |tx, row| {
+        self.write_status(
+            Topic::Progress,
+            kind,
+            tenant,
+            name,
+            expected_version,
+            status,
+        )
+    }
+
+    /// Write the status of a workspace whose job ended without its holder (a lease closed, a
+    /// server stopped during the run): as [`Store::update_status`], and the followers of ended
+    /// jobs (the reconciler) are told once the workspace may go on.
+    pub fn update_status_ended(&self, tenant: &str, name: &str, status: &Value) -> Result<Object> {
+        self.write_status(Topic::Ended, Kind::Workspace, tenant, name, None, status)
+    }
+
+    fn write_status(
+        &self,
+        topic: Topic,
+        kind: Kind,
+        tenant: &str,
+        name: &str,
+        expected_version: Option<&str>,
+        status: &Value,
+    ) -> Result<Object> {
+        self.change_row(topic, kind, tenant, name, |tx, row| {
             let meta = ObjectMeta {
                 resource_version: expected_version.map(str::to_string),
                 ..ObjectMeta::default()
@@ -486,7 +531,7 @@ impl Store {
         name: &str,
         by: &crate::Actor,
     ) -> Result<Object> {
-        self.change_row(kind, tenant, name, |tx, row| {
+        self.change_row(Topic::Intent, kind, tenant, name, |tx, row| {
             crate::audited::deletion_asked(tx, kind, tenant, name, row.generation, by)?;
             mark_row_deleting(tx, kind, tenant, name, row)
         })
@@ -502,7 +547,7 @@ impl Store {
         by: &crate::Actor,
     ) -> Result<(Object, Option<crate::approvals::Superseded>)> {
         let mut superseded = None;
-        let obj = self.change_row(Kind::Workspace, tenant, name, |tx, row| {
+        let obj = self.change_row(Topic::Intent, Kind::Workspace, tenant, name, |tx, row| {
             crate::audited::deletion_asked(tx, Kind::Workspace, tenant, name, row.generation, by)?;
             let written = mark_row_deleting(tx, Kind::Workspace, tenant, name, row)?;
             if written.is_some() {
@@ -523,6 +568,7 @@ impl Store {
     /// revision when it did; the object is read back, committed, and watchers are told.
     pub(crate) fn change_row(
         &self,
+        topic: Topic,
         kind: Kind,
         tenant: &str,
         name: &str,
@@ -548,7 +594,7 @@ impl Store {
         tx.commit()?;
         drop(conn);
         if let Some(rv) = written {
-            self.changed(rv);
+            self.changed(topic, Some(rv));
         }
         Ok(obj)
     }

@@ -296,6 +296,8 @@ impl Store {
         };
         crate::audit::insert_audit(&tx, by, written, serde_json::Value::Null)?;
         tx.commit()?;
+        drop(conn);
+        self.changed(crate::Topic::Intent, None);
         Ok(QuarantineEntry {
             discarded_at: Some(at),
             discarded_by: Some(who),

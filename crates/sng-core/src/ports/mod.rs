@@ -12,7 +12,7 @@ pub mod runs;
 pub mod state;
 pub mod tokens;
 
-pub use feed::ChangeFeed;
+pub use feed::{ChangeFeed, Changes, Follower, Revisions, Topic, TOPICS};
 pub use jobs::JobQueue;
 pub use objects::{Actor, Objects, Versions, Written};
 pub use outbox::{Delivery, Event, Outbox, OutboxEvent, EVENT_SCHEMA_VERSION};

@@ -260,7 +260,6 @@ pub(crate) async fn replay(
         s.dead_letter_replay(&tenant, &id)
     })
     .await?;
-    crate::events::notify();
     Ok(Json(json!({
         "id": letter.id,
         "webhook": letter.webhook,

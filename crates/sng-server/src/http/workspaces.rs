@@ -108,8 +108,8 @@ pub(crate) async fn refresh_now(
     caller.require(&tenant, Role::Operator, "refreshing a workspace")?;
     params.only(&[])?;
     let (who, n) = (caller.0, name.clone());
-    service(&st, move |s, p| {
-        crate::service::refresh::refresh(s, p, &who, &tenant, &n)
+    service(&st, move |s, _| {
+        crate::service::refresh::refresh(s, &who, &tenant, &n)
     })
     .await?;
     Ok(Json(json!({"workspace": name, "refresh": "due now"})))
@@ -128,9 +128,9 @@ pub(crate) async fn rollback(
     params.only(&[])?;
     let JsonBody(req) = body?;
     let (who, n) = (caller.0, name.clone());
-    let r = service(&st, move |s, p| {
+    let r = service(&st, move |s, _| {
         Ok(crate::service::rollback::rollback(
-            s, p, &who, &tenant, &n, &req,
+            s, &who, &tenant, &n, &req,
         )?)
     })
     .await?;

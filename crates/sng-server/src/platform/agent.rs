@@ -15,8 +15,9 @@ use std::time::Duration;
 
 use sng_api::run::{Operation, RunPhase, RunRecord, Trigger};
 use sng_core::jobs::{Beat, Cancelled, Claim, Expired, Job};
+use sng_store::Topic;
 use sng_store::{now_rfc3339, Store, StoreError};
-use tokio::sync::Notify;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_util::sync::CancellationToken;
 
 use super::Platform;
@@ -40,8 +41,8 @@ pub struct LocalAgent {
     /// The name its leases carry: `local@HOST/DATA-DIR-HASH` (stable across restarts of one
     /// server, so that a restart closes at once the leases its previous life held).
     pub id: String,
-    /// Wakes the claim loop (a job was enqueued, a run ended).
-    pub wake: Notify,
+    /// Its free slots: a run holds a permit from its claim to its end.
+    slots: Arc<Semaphore>,
     held: Mutex<HashMap<String, Held>>,
 }
 
@@ -52,8 +53,9 @@ struct Held {
 }
 
 impl LocalAgent {
-    /// The agent named after this host and the server's data directory.
-    pub fn new(data_dir: &std::path::Path) -> LocalAgent {
+    /// The agent named after this host and the server's data directory, running at most
+    /// `slots` jobs at once.
+    pub fn new(data_dir: &std::path::Path, slots: usize) -> LocalAgent {
         use sha2::Digest as _;
         let host = std::fs::read_to_string("/etc/hostname")
             .ok()
@@ -63,7 +65,7 @@ impl LocalAgent {
         let dir = hex::encode(sha2::Sha256::digest(data_dir.to_string_lossy().as_bytes()));
         LocalAgent {
             id: format!("local@{host}/{}", &dir[..12]),
-            wake: Notify::new(),
+            slots: Arc::new(Semaphore::new(slots)),
             held: Mutex::default(),
         }
     }
@@ -196,14 +198,23 @@ pub fn enqueue(
 }
 
 /// The claim loop of the local agent: claims while a slot is free, runs each job under its
-/// lease, and closes the leases others let expire. Ends when `stop` is cancelled (the runs it
-/// holds are interrupted by the shutdown, which waits for them).
+/// lease, and closes the leases others let expire. Wakes on the change feed (a job enqueued or
+/// ended, by any process), when one of its runs frees a slot, and every third of a lease. Ends
+/// when `stop` is cancelled (the runs it holds are interrupted by the shutdown, which waits for
+/// them).
 pub async fn agent_loop(p: Arc<Platform>, stop: CancellationToken) {
     let lease = lease_ms();
     let tick = Duration::from_millis((lease / 3).max(100) as u64);
+    let mut jobs = p.store.follow(&[Topic::Queued, Topic::Ended]);
     loop {
+        jobs.moved();
         expire(&p, "noticed by the local agent");
-        while p.agent.running() < p.slots && !stop.is_cancelled() {
+        let mut full = false;
+        while !stop.is_cancelled() {
+            let Ok(slot) = p.agent.slots.clone().try_acquire_owned() else {
+                full = true;
+                break;
+            };
             let claim = {
                 let store = p.store.clone();
                 let id = p.agent.id.clone();
@@ -211,7 +222,7 @@ pub async fn agent_loop(p: Arc<Platform>, stop: CancellationToken) {
                     .await
             };
             match claim {
-                Ok(Ok(Some(claim))) => start(&p, claim, stop.child_token()),
+                Ok(Ok(Some(claim))) => start(&p, claim, slot, stop.child_token()),
                 Ok(Ok(None)) => break,
                 Ok(Err(e)) => {
                     tracing::error!(error = %e, "cannot claim a job");
@@ -224,7 +235,9 @@ pub async fn agent_loop(p: Arc<Platform>, stop: CancellationToken) {
             }
         }
         tokio::select! {
-            _ = p.agent.wake.notified() => {}
+            _ = jobs.next() => {}
+            // Every slot was taken: claim again when one is free.
+            freed = p.agent.slots.clone().acquire_owned(), if full => drop(freed),
             _ = tokio::time::sleep(tick) => {}
             _ = stop.cancelled() => break,
         }
@@ -279,10 +292,9 @@ fn closed(p: &Platform, e: &Expired) {
     tracing::warn!(run = %job.id, tenant = %job.tenant, workspace = %job.workspace,
         agent = job.agent.as_deref().unwrap_or(""), noticed_after_ms = e.noticed_after_ms,
         "lease closed: run interrupted");
-    p.wake.notify_one();
 }
 
-fn start(p: &Arc<Platform>, claim: Claim, cancel: CancellationToken) {
+fn start(p: &Arc<Platform>, claim: Claim, slot: OwnedSemaphorePermit, cancel: CancellationToken) {
     let job = claim.job;
     p.agent.held.lock().expect("lock").insert(
         job.id.clone(),
@@ -300,8 +312,7 @@ fn start(p: &Arc<Platform>, claim: Claim, cancel: CancellationToken) {
         super::worker::run_workspace(&p, &lease, cancel).await;
         beats.abort();
         p.agent.held.lock().expect("lock").remove(&lease.job.id);
-        p.agent.wake.notify_one();
-        p.wake.notify_one();
+        drop(slot);
     });
 }
 
@@ -354,7 +365,6 @@ impl Platform {
                         serde_json::json!({"result": run.phase, "reason": run.reason, "message": run.message}),
                     );
                 }
-                self.wake.notify_one();
                 Cancelled::Queued(job)
             }
             Ok(Cancelled::Nothing) => Cancelled::Nothing,

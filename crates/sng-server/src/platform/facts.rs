@@ -20,6 +20,7 @@ use sng_store::Versions;
 use super::inputs::{gather_noting, Inputs, Reads};
 
 /// The workspaces of one tenant and their graph.
+#[derive(Debug, Clone)]
 pub struct Snapshot {
     /// By name.
     pub workspaces: BTreeMap<String, Workspace>,
@@ -61,6 +62,11 @@ impl Snapshot {
                 workspaces.insert(ws.metadata.name.clone(), ws);
             }
         }
+        Ok(Snapshot::of(workspaces))
+    }
+
+    /// The snapshot of these workspaces (by name): their graph, cycles and children.
+    pub fn of(workspaces: BTreeMap<String, Workspace>) -> Snapshot {
         let graph: Graph = workspaces
             .iter()
             .map(|(n, ws)| (n.clone(), parents_of(ws)))
@@ -80,12 +86,12 @@ impl Snapshot {
                     .push(child.clone());
             }
         }
-        Ok(Snapshot {
+        Snapshot {
             workspaces,
             graph,
             cycle_of,
             children_of,
-        })
+        }
     }
 }
 

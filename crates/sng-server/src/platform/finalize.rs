@@ -13,7 +13,7 @@ use sng_store::{now_rfc3339, RunRecord, Store};
 
 use super::agent::Lease;
 use super::record::emit;
-use super::worker::{load, write_status, OUTPUTS_OWNER_LABEL};
+use super::worker::{load, OUTPUTS_OWNER_LABEL};
 use super::Platform;
 
 /// After a crash: the workspace's run is recorded `Interrupted` and no longer active.
@@ -44,7 +44,9 @@ pub fn mark_interrupted(store: &Store, run: &RunRecord) -> Result<(), sng_store:
         &now,
         generation,
     );
-    write_status(store, &run.tenant, &run.workspace, &st);
+    // Told to the reconciler (its workspace may go on), like a job that ends.
+    let value = serde_json::to_value(&st).expect("status serializes");
+    store.update_status_ended(&run.tenant, &run.workspace, &value)?;
     Ok(())
 }
 
@@ -69,7 +71,6 @@ pub fn finalize(
         Some(by) => store.delete_by(Kind::Workspace, tenant, name, &by)?,
         None => store.delete(Kind::Workspace, tenant, name)?,
     };
-    crate::events::notify();
     let status = ws.status.clone().unwrap_or_default();
     if let Some(sup) = store.supersede(tenant, name, &status, sng_store::Cause::Deletion)? {
         super::decisions::superseded(store, tenant, name, &sup);

@@ -1,5 +1,5 @@
-//! The platform side of the server: the reconcile loop (observe → `decide` → enqueue the runs
-//! due as jobs), and the local agent that claims and runs them ([`agent`]).
+//! The platform side of the server: what the reconciler (`crate::reconcile`) observes, the
+//! local agent that claims jobs and runs them ([`agent`]), and what a run does after the engine.
 
 pub mod agent;
 mod checks;
@@ -13,21 +13,17 @@ mod prepare;
 mod record;
 pub mod reporter;
 mod s3;
+pub mod snapshots;
 pub mod speculative;
-mod status;
+pub(crate) mod status;
 mod worker;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
-use sng_api::Kind;
-use sng_core::decide::{decide, Action, RunsQuota};
 use sng_runner::RunConfig;
 use sng_store::Store;
-use tokio::sync::Notify;
-use tokio_util::sync::CancellationToken;
 
 pub use facts::{observe, parents_of, InputsCache, PassView, Snapshot};
 pub use finalize::{finalize, mark_interrupted};
@@ -45,8 +41,6 @@ pub struct Platform {
     pub state_url: String,
     /// Where run logs are kept: `logs/<tenant>/<run>.log`.
     pub logs_dir: PathBuf,
-    /// Wakes the loop (an object changed).
-    pub wake: Notify,
     /// Runs this process runs at once (its local agent's slots).
     pub slots: usize,
     /// The local agent: claims jobs from the queue and runs them.
@@ -59,6 +53,8 @@ pub struct Platform {
     pub policy: sng_policy::Sandbox,
     /// What passes know of each workspace's inputs: an idle pass opens no secret.
     pub inputs_cache: facts::InputsCache,
+    /// The workspaces of each tenant as the last pass read them: an idle pass decodes none.
+    pub snapshots: snapshots::Snapshots,
 }
 
 /// Counters of the platform.
@@ -105,10 +101,6 @@ impl Stats {
     }
 }
 
-fn unix_now() -> i64 {
-    chrono::Utc::now().timestamp()
-}
-
 impl Platform {
     /// A platform over `store`: runs with `runner`, reached back at `state_url`, logs kept in
     /// `logs_dir`, at most `slots` runs at once.
@@ -120,7 +112,7 @@ impl Platform {
         logs_dir: PathBuf,
         slots: usize,
     ) -> Platform {
-        let agent = agent::LocalAgent::new(logs_dir.parent().unwrap_or(&logs_dir));
+        let agent = agent::LocalAgent::new(logs_dir.parent().unwrap_or(&logs_dir), slots);
         Platform {
             store,
             oci,
@@ -128,24 +120,18 @@ impl Platform {
             state_url,
             logs_dir,
             agent,
-            wake: Notify::new(),
             slots,
             stopped_because: Default::default(),
             stats: Default::default(),
             policy: sng_policy::Sandbox::this_binary(),
             inputs_cache: Default::default(),
+            snapshots: Default::default(),
         }
     }
 
     /// Where the log of run `run_id` of `tenant` is kept: `logs/<tenant>/<run>.log`.
     pub fn log_path(&self, tenant: &str, run_id: &str) -> PathBuf {
         self.logs_dir.join(tenant).join(format!("{run_id}.log"))
-    }
-
-    /// One reconcile pass over every workspace, starting nothing: the number of runs found due
-    /// (benchmarks and tests of the pass).
-    pub fn reconcile_pass(&self) -> usize {
-        self.reconcile_once().0.len()
     }
 
     /// At start: runs cut by a crash or a kill of this server are recorded `Interrupted`,
@@ -169,177 +155,5 @@ impl Platform {
             cut += 1;
         }
         Ok(cut)
-    }
-
-    /// One pass over every workspace: write what is observed, start what is due, finalize
-    /// deletions. Returns the runs to start and the earliest time something is due again.
-    fn reconcile_once(&self) -> (Vec<String>, Option<i64>) {
-        let now = unix_now();
-        let mut due: Vec<String> = Vec::new();
-        let mut next: Option<i64> = None;
-        let tenants = match self.store.list(Kind::Tenant, "") {
-            Ok(t) => t,
-            Err(e) => {
-                tracing::error!(error = %e, "reconcile: cannot list tenants");
-                return (vec![], Some(now + 5));
-            }
-        };
-        for t in tenants {
-            let tenant = t.meta().name.clone();
-            let quotas = match &t {
-                sng_api::Object::Tenant(t) => t.spec.quotas.clone().unwrap_or_default(),
-                _ => Default::default(),
-            };
-            let hour_ago = chrono::DateTime::from_timestamp(now - 3600, 0)
-                .unwrap_or_default()
-                .to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
-            let mut runs_this_hour = match quotas.runs_per_hour {
-                Some(_) => self.store.runs_since(&tenant, &hour_ago).unwrap_or(0),
-                None => 0,
-            };
-            let snap = match Snapshot::load(&self.store, &tenant) {
-                Ok(s) => s,
-                Err(e) => {
-                    tracing::error!(tenant, error = %e, "reconcile: cannot list workspaces");
-                    continue;
-                }
-            };
-            let versions = match self.store.object_versions(&tenant) {
-                Ok(v) => v,
-                Err(e) => {
-                    tracing::error!(tenant, error = %e, "reconcile: cannot read object versions");
-                    continue;
-                }
-            };
-            // Workspaces with an open job (queued or running, here or elsewhere).
-            let open = match self.store.job_open_workspaces(&tenant) {
-                Ok(o) => o,
-                Err(e) => {
-                    tracing::error!(tenant, error = %e, "reconcile: cannot read the job queue");
-                    continue;
-                }
-            };
-            let view = facts::PassView {
-                cache: &self.inputs_cache,
-                versions: &versions,
-            };
-            self.inputs_cache
-                .retain(&tenant, |n| snap.workspaces.contains_key(n));
-            for (name, ws) in &snap.workspaces {
-                // A workspace with a run in progress has nothing to decide: skip the observation.
-                if open.contains(name) || ws.status.as_ref().is_some_and(|s| s.active_job.is_some())
-                {
-                    continue;
-                }
-                let observed =
-                    facts::observe(&self.store, &tenant, &snap, ws, now, false, Some(&view));
-                let mut observed = observed;
-                observed.facts.runs_quota = quotas.runs_per_hour.map(|per_hour| RunsQuota {
-                    per_hour,
-                    started: runs_this_hour,
-                    tenant: tenant.clone(),
-                });
-                let action = decide(&observed.facts);
-                match &action {
-                    Action::Run { .. } => runs_this_hour += 1,
-                    Action::Block(b) if b.reason == sng_api::run::Reason::QuotaExceeded => {
-                        let at = now + sng_core::decide::QUOTA_RECHECK;
-                        next = Some(next.map_or(at, |n| n.min(at)));
-                    }
-                    _ => {}
-                }
-                status::observe_into_status(&self.store, &tenant, ws, &observed, &action, now);
-                match action {
-                    Action::Idle { requeue_at } => {
-                        if let Some(at) = requeue_at {
-                            next = Some(next.map_or(at, |n| n.min(at)));
-                        }
-                    }
-                    Action::Block(_) => {}
-                    Action::Run { operation, trigger } => {
-                        match agent::enqueue(&self.store, &tenant, ws, operation, trigger) {
-                            Ok(Some(job)) => due.push(job.id),
-                            Ok(None) => {}
-                            Err(e) => {
-                                tracing::error!(tenant, workspace = %name, error = %e, "cannot enqueue a run")
-                            }
-                        }
-                    }
-                    Action::Finalize => {
-                        if let Err(e) = finalize::finalize(&self.store, &tenant, ws, None) {
-                            tracing::error!(tenant, workspace = %name, error = %e, "cannot finalize a deletion");
-                        } else {
-                            tracing::info!(tenant, workspace = %name, "workspace deleted");
-                        }
-                    }
-                }
-            }
-        }
-        (due, next)
-    }
-}
-
-/// Longest wait between a wake and the next reconcile pass: the reaction time to a change when
-/// passes are expensive (a pass over 1,000 workspaces costs about 25 ms, spaced 125 ms; the
-/// fifth-of-a-core bound holds up to passes of 200 ms).
-pub const MAX_PASS_DELAY: Duration = Duration::from_secs(1);
-
-/// A pass starts at the earliest this many times its predecessor's duration after that one
-/// started: passes take at most a fifth of a core, however many workspaces there are.
-pub const PASS_SPACING: u32 = 5;
-
-/// When the pass after a wake may start: a cheap pass (a few workspaces) lets the next one start
-/// at once, an expensive one (thousands) spaces them, up to [`MAX_PASS_DELAY`] (pure).
-pub fn next_pass_at(started: tokio::time::Instant, took: Duration) -> tokio::time::Instant {
-    started + (took * PASS_SPACING).min(MAX_PASS_DELAY)
-}
-
-/// The reconcile loop: wakes on changes and when something is due (at most every 30 s
-/// otherwise), enqueues due runs (the local agent claims them).
-pub async fn reconcile_loop(platform: Arc<Platform>, stop: CancellationToken) {
-    loop {
-        let pass_started = tokio::time::Instant::now();
-        let (due, next) = tokio::task::block_in_place(|| platform.reconcile_once());
-        let pass_took = pass_started.elapsed();
-        platform
-            .stats
-            .passes
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        if !due.is_empty() {
-            platform.agent.wake.notify_one();
-        }
-        let now = unix_now();
-        let wait = next.map_or(30, |n| (n - now).clamp(1, 30)) as u64;
-        tokio::select! {
-            _ = platform.wake.notified() => {
-                // Wakes that come in bursts (hundreds of runs ending) are coalesced into one
-                // pass, spaced by the cost of the last one. Runs are dispatched by the ending run
-                // itself, so nothing waits for the pass but the reaction to new inputs.
-                tokio::time::sleep_until(next_pass_at(pass_started, pass_took)).await;
-            }
-            _ = tokio::time::sleep(Duration::from_secs(wait)) => {}
-            _ = stop.cancelled() => break,
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn passes_are_spaced_by_their_cost() {
-        let t0 = tokio::time::Instant::now();
-        let ms = Duration::from_millis;
-        for (took, delay) in [
-            (ms(0), ms(0)),
-            (Duration::from_micros(300), Duration::from_micros(1500)),
-            (ms(10), ms(50)),
-            (ms(37), ms(185)),
-            (ms(200), ms(1000)),
-            (ms(500), ms(1000)),
-        ] {
-            assert_eq!(next_pass_at(t0, took) - t0, delay, "{took:?}");
-        }
     }
 }

@@ -205,7 +205,7 @@ pub(super) fn publish_outputs(
         status: None,
     };
     store
-        .apply(tenant, vec![Object::Secret(secret)], false)
+        .publish(tenant, vec![Object::Secret(secret)])
         .map(|_| ())
         .map_err(|e| e.to_string())
 }

@@ -35,13 +35,6 @@ pub(super) fn load(store: &Store, tenant: &str, name: &str) -> Option<Workspace>
     }
 }
 
-pub(super) fn write_status(store: &Store, tenant: &str, name: &str, status: &WorkspaceStatus) {
-    let value = serde_json::to_value(status).expect("status serializes");
-    if let Err(e) = store.update_status(Kind::Workspace, tenant, name, None, &value) {
-        tracing::warn!(tenant, workspace = name, error = %e, "cannot write status");
-    }
-}
-
 /// The plan as a run record keeps it: counts, hash, and per resource its address, actions and
 /// the names of the attributes that change — never their values (a value may be secret).
 pub(super) fn plan_record(
@@ -326,6 +319,7 @@ pub async fn run_workspace(p: &Platform, lease: &Arc<Lease>, cancel: Cancellatio
         observed_before: ws.status.as_ref().and_then(|s| s.observed_generation),
         refresh,
         lock,
+        manual: current.spec.approval == Some(sng_api::workspace::Approval::Manual),
     };
     let end = lifecycle::Ended {
         outcome: ended.result.clone(),

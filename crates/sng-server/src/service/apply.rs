@@ -131,10 +131,6 @@ pub fn apply(
             crate::platform::decisions::superseded(s, tenant, &a.object.meta().name, sup);
         }
     }
-    if let Some(p) = platform {
-        p.wake.notify_one();
-    }
-    crate::events::notify();
     let items: Vec<ApplyResult> = applied
         .into_iter()
         .map(|a| ApplyResult {

@@ -48,7 +48,6 @@ pub fn approve(
     // naming the principal) are written in that transaction.
     let by = crate::audit::actor(who, "approve");
     let decision = s.approve(tenant, name, &req.plan_id, &by, cancelling)?;
-    crate::events::notify();
     let plan = &req.plan_id;
     match decision.verdict {
         Verdict::Refuse(r) => {
@@ -58,15 +57,10 @@ pub fn approve(
                 "Plan `{plan}` cannot be approved: {r}{hint}"
             )))
         }
-        verdict => {
-            if let Some(p) = platform {
-                p.wake.notify_one();
-            }
-            Ok(Approved {
-                by: by_token,
-                unchanged: verdict == Verdict::Unchanged,
-            })
-        }
+        verdict => Ok(Approved {
+            by: by_token,
+            unchanged: verdict == Verdict::Unchanged,
+        }),
     }
 }
 
@@ -107,6 +101,5 @@ pub fn cancel(
     };
     let actor = crate::audit::actor(who, "cancel");
     let run = s.cancel_by(tenant, name, &d, &actor)?;
-    crate::events::notify();
     Ok(run)
 }

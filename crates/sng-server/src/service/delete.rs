@@ -28,7 +28,6 @@ pub fn delete(
     }
     confirm::check_delete(s, tenant, name, confirm)?;
     let obj = delete_workspace(s, platform, who, tenant, name)?;
-    crate::events::notify();
     Ok(obj)
 }
 
@@ -52,9 +51,6 @@ fn delete_workspace(
         if let Some(sup) = &superseded {
             crate::platform::decisions::superseded(s, tenant, name, sup);
         }
-        if let Some(p) = platform {
-            p.wake.notify_one();
-        }
         return Ok(obj);
     }
     // Orphan: the manifest and its state go, the infrastructure stays. A live run (or a held
@@ -63,9 +59,6 @@ fn delete_workspace(
     let running = platform.is_some_and(|p| p.cancel(tenant, name, true));
     if running || s.state_lock_info(tenant, name)?.is_some() {
         let obj = s.mark_deleting(Kind::Workspace, tenant, name, &by)?;
-        if let Some(p) = platform {
-            p.wake.notify_one();
-        }
         return Ok(obj);
     }
     crate::platform::finalize(s, tenant, &ws, Some(&by))?;

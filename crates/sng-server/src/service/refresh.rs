@@ -4,16 +4,9 @@ use sng_api::{Kind, Object};
 use sng_store::{Principal, Store, StoreError};
 
 use crate::error::ApiError;
-use crate::platform::Platform;
 
 /// Make the periodic refresh due now (`spec.refresh` must be set; 422 otherwise).
-pub fn refresh(
-    s: &Store,
-    platform: Option<&Platform>,
-    who: &Principal,
-    tenant: &str,
-    name: &str,
-) -> Result<(), ApiError> {
+pub fn refresh(s: &Store, who: &Principal, tenant: &str, name: &str) -> Result<(), ApiError> {
     let Some(Object::Workspace(ws)) = s.get(Kind::Workspace, tenant, name)? else {
         return Err(StoreError::not_found("Workspace", name).into());
     };
@@ -34,9 +27,5 @@ pub fn refresh(
         "due now",
         &crate::audit::actor(who, "refresh"),
     )?;
-    if let Some(p) = platform {
-        p.wake.notify_one();
-    }
-    crate::events::notify();
     Ok(())
 }

@@ -12,7 +12,7 @@ use sng_store::{Principal, Store, StoreError};
 
 use crate::platform::facts::inputs_digest;
 use crate::platform::inputs::gather;
-use crate::platform::{Platform, ROLLBACK_ANNOTATION};
+use crate::platform::ROLLBACK_ANNOTATION;
 
 /// What a rollback asks.
 #[derive(Deserialize)]
@@ -35,7 +35,6 @@ pub struct Rollback {
 /// Roll workspace `name` of `tenant` back to run `req.to_run`, as `who`.
 pub fn rollback(
     s: &Store,
-    platform: Option<&Platform>,
     who: &Principal,
     tenant: &str,
     name: &str,
@@ -113,9 +112,5 @@ pub fn rollback(
             generation: applied.object.meta().generation,
         })
     })()?;
-    if let Some(p) = platform {
-        p.wake.notify_one();
-    }
-    crate::events::notify();
     Ok(answer)
 }

@@ -272,6 +272,8 @@ impl Store {
             params![delivery, unix_millis()],
         )?;
         tx.commit()?;
+        drop(conn);
+        self.changed(crate::Topic::Outbox, None);
         Ok(letter)
     }
 

@@ -11,7 +11,7 @@ use std::collections::BTreeSet;
 use serde_json::json;
 use sng_api::{decode, Object};
 use sng_core::jobs::{Beat, Cancelled, JobState};
-use sng_core::ports::JobQueue;
+use sng_core::ports::{ChangeFeed, Follower, JobQueue, Topic};
 use sng_store::{LockOutcome, RunRecord, Store};
 
 /// What the contract sets up and looks at besides the queue itself.
@@ -35,8 +35,8 @@ trait Fixture {
 }
 
 /// A store under test.
-trait Queue: JobQueue + Fixture {}
-impl<T: JobQueue + Fixture> Queue for T {}
+trait Queue: JobQueue + ChangeFeed + Fixture {}
+impl<T: JobQueue + ChangeFeed + Fixture> Queue for T {}
 
 impl Fixture for Store {
     fn tenant(&self, name: &str, concurrent_runs: Option<u32>) {
@@ -108,6 +108,7 @@ sqlite!(
     an_agent_starting_again_closes_the_leases_of_its_earlier_life,
     the_status_is_written_only_by_the_holder_of_the_lease,
     a_pass_reads_the_open_jobs_of_a_tenant_at_once,
+    the_queue_tells_its_followers_of_new_and_ended_jobs,
 );
 
 const LEASE: i64 = 10_000;
@@ -464,4 +465,32 @@ fn two_processes_claiming_at_once_never_share_a_job() {
     let unique: BTreeSet<&String> = all.iter().copied().collect();
     assert_eq!(all.len(), 60, "every job claimed once");
     assert_eq!(unique.len(), 60, "no job claimed twice");
+}
+
+fn the_queue_tells_its_followers_of_new_and_ended_jobs<S: Queue>(s: &S) {
+    let mut queued = Follower::new(s.subscribe().unwrap(), &[Topic::Queued]);
+    let mut ended = Follower::new(s.subscribe().unwrap(), &[Topic::Ended]);
+    enqueue(s, "default", "app", "run-1");
+    assert!(queued.moved(), "an agent wakes on a new job");
+    assert!(!ended.moved());
+    let claim = s.claim("agent-a", None, 0, LEASE).unwrap().unwrap();
+    assert!(!ended.moved() && !queued.moved(), "a claim wakes nobody");
+    s.finish(
+        &claim.job.id,
+        claim.job.epoch,
+        &run("default", "app", "run-1"),
+    )
+    .unwrap();
+    assert!(ended.moved(), "the reconciler wakes on a finished job");
+    enqueue(s, "default", "app", "run-2");
+    assert!(queued.moved());
+    s.cancel("default", "app", "a user", "cancelled").unwrap();
+    assert!(ended.moved(), "a cancelled job ended");
+    enqueue(s, "default", "app", "run-3");
+    s.claim("agent-a", None, 0, LEASE).unwrap().unwrap();
+    let _ = ended.moved();
+    assert!(s.expire(LEASE - 1, "lost").unwrap().is_empty());
+    assert!(!ended.moved(), "nothing expired: nobody woken");
+    assert_eq!(s.expire(LEASE + 1, "lost").unwrap().len(), 1);
+    assert!(ended.moved(), "an expired lease ended its job");
 }

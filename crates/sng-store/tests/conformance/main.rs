@@ -127,6 +127,7 @@ sqlite! {
     feed {
         the_change_feed_wakes_on_a_commit,
         a_write_that_commits_nothing_does_not_wake,
+        each_commit_counts_in_its_topic,
     }
 }
 

@@ -45,7 +45,8 @@ impl Server {
         Self::spawn(dir, extra, &[], Stdio::inherit())
     }
 
-    /// `sng server` over `dir` with `extra` arguments, `env` on top of `SNG_LOG=warn`, its stderr
+    /// `sng server` over `dir` with `extra` arguments, `env` on top of `SNG_LOG=warn` (or the
+    /// level in `SNG_TEST_LOG`, to see a failing test's server), its stderr
     /// to `stderr`; returns once it answers `/healthz`.
     pub fn spawn(dir: &Path, extra: &[&str], env: &[(&str, &str)], stderr: Stdio) -> Server {
         let _ = std::fs::remove_file(dir.join("server.url"));
@@ -53,7 +54,10 @@ impl Server {
             .args(["server", "--listen", "127.0.0.1:0", "--data-dir"])
             .arg(dir)
             .args(extra)
-            .env("SNG_LOG", "warn")
+            .env(
+                "SNG_LOG",
+                std::env::var("SNG_TEST_LOG").unwrap_or_else(|_| "warn".into()),
+            )
             .envs(env.iter().copied())
             .stdout(Stdio::null())
             .stderr(stderr)

@@ -14,7 +14,10 @@ use sng_store::{unix_millis, Delivery, Store, StoreError};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
-use super::{sign, wake_receiver, DeliveryConfig};
+mod config;
+
+pub use config::{sign, DeliveryConfig};
+use sng_store::Topic;
 
 /// Events matched to webhooks per pass (the rest in the next pass, at once).
 const DISPATCH_BATCH: usize = 200;
@@ -23,7 +26,8 @@ const DISPATCH_BATCH: usize = 200;
 /// the next start: delivery is at least once).
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
 
-/// Run until `stop`: wake on [`super::notify`], on a due retry, or every `config.poll`.
+/// Run until `stop`: wake on the change feed (an event in the outbox, a webhook changed), on a
+/// due retry, or every `config.poll`.
 pub async fn deliver_loop(store: Arc<Store>, config: DeliveryConfig, stop: CancellationToken) {
     let client = match reqwest::Client::builder()
         .timeout(config.timeout)
@@ -38,13 +42,13 @@ pub async fn deliver_loop(store: Arc<Store>, config: DeliveryConfig, stop: Cance
             return;
         }
     };
-    let mut wake = wake_receiver();
+    let mut wake = store.follow(&[Topic::Outbox, Topic::Intent]);
     let mut attempts: JoinSet<()> = JoinSet::new();
     // Webhooks with an attempt in flight, by task.
     let mut in_flight: HashMap<tokio::task::Id, (String, String)> = HashMap::new();
     tracing::debug!(?config, "webhook delivery started");
     loop {
-        wake.borrow_and_update();
+        wake.moved();
         let mut sleep = config.poll;
         match pass(&store).await {
             Ok(heads) => {
@@ -68,7 +72,7 @@ pub async fn deliver_loop(store: Arc<Store>, config: DeliveryConfig, stop: Cance
         }
         tokio::select! {
             _ = stop.cancelled() => break,
-            _ = wake.changed() => {}
+            _ = wake.next() => {}
             Some(done) = attempts.join_next_with_id(), if !attempts.is_empty() => {
                 let id = match done {
                     Ok((id, ())) => id,

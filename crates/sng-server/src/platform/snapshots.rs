@@ -1,0 +1,180 @@
+//! The workspaces a pass decides on, kept between passes: a workspace is read and decoded again
+//! only when its resource version moved (the versions of a tenant's objects are read once per
+//! pass anyway), so an idle pass over thousands of workspaces decodes none.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex};
+
+use sng_api::{Kind, Object};
+use sng_store::{Store, StoreError, Versions};
+
+use super::Snapshot;
+
+/// Past this share of changed workspaces, the whole tenant is read again in one query.
+const RELOAD_SHARE: usize = 8;
+
+/// The last snapshot of each tenant.
+#[derive(Default)]
+pub struct Snapshots(Mutex<HashMap<String, Arc<Snapshot>>>);
+
+/// What to do with the kept workspaces of a tenant, given the versions read now (pure).
+#[derive(Debug, PartialEq, Eq)]
+pub enum Refresh {
+    /// Nothing kept, or too much changed: read every workspace.
+    Reload,
+    /// Read these again (changed or new), drop these (gone), keep the rest.
+    Patch {
+        read: Vec<String>,
+        gone: Vec<String>,
+    },
+}
+
+/// Compare the kept workspaces (name → resource version) with the versions read now.
+pub fn plan(kept: Option<&BTreeMap<String, Option<String>>>, versions: &Versions) -> Refresh {
+    let Some(kept) = kept else {
+        return Refresh::Reload;
+    };
+    let now: BTreeMap<&str, i64> = versions
+        .iter()
+        .filter(|((kind, _), _)| *kind == Kind::Workspace)
+        .map(|((_, name), rv)| (name.as_str(), *rv))
+        .collect();
+    let mut read: Vec<String> = now
+        .iter()
+        .filter(|(name, rv)| {
+            kept.get(**name).and_then(|v| v.as_deref()) != Some(rv.to_string().as_str())
+        })
+        .map(|(name, _)| name.to_string())
+        .collect();
+    read.sort();
+    let gone: Vec<String> = kept
+        .keys()
+        .filter(|name| !now.contains_key(name.as_str()))
+        .cloned()
+        .collect();
+    if read.len() * RELOAD_SHARE > now.len().max(1) && read.len() > 16 {
+        return Refresh::Reload;
+    }
+    Refresh::Patch { read, gone }
+}
+
+impl Snapshots {
+    /// The snapshot of `tenant` as of `versions`, reading only what changed since the last one.
+    pub fn load(
+        &self,
+        store: &Store,
+        tenant: &str,
+        versions: &Versions,
+    ) -> Result<Arc<Snapshot>, StoreError> {
+        let mut all = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let kept = all.remove(tenant);
+        let seen = kept.as_ref().map(|s| {
+            s.workspaces
+                .iter()
+                .map(|(n, ws)| (n.clone(), ws.metadata.resource_version.clone()))
+                .collect::<BTreeMap<_, _>>()
+        });
+        let snap = match (plan(seen.as_ref(), versions), kept) {
+            (Refresh::Patch { read, gone }, Some(kept)) if read.is_empty() && gone.is_empty() => {
+                kept
+            }
+            (Refresh::Patch { read, gone }, Some(kept)) => {
+                // The last pass is over: the snapshot is this cache's alone, taken, not copied.
+                let kept = Arc::try_unwrap(kept).unwrap_or_else(|shared| (*shared).clone());
+                let mut workspaces = kept.workspaces;
+                for name in gone {
+                    workspaces.remove(&name);
+                }
+                for name in read {
+                    match store.get(Kind::Workspace, tenant, &name)? {
+                        Some(Object::Workspace(ws)) => {
+                            workspaces.insert(name, ws);
+                        }
+                        _ => {
+                            workspaces.remove(&name);
+                        }
+                    }
+                }
+                Arc::new(Snapshot::of(workspaces))
+            }
+            _ => Arc::new(Snapshot::load(store, tenant)?),
+        };
+        all.insert(tenant.to_string(), snap.clone());
+        Ok(snap)
+    }
+
+    /// Forget the tenants not in `tenants` (deleted ones).
+    pub fn retain(&self, tenants: &[String]) {
+        self.0
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .retain(|t, _| tenants.contains(t));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn versions(items: &[(&str, i64)]) -> Versions {
+        let mut v: Versions = items
+            .iter()
+            .map(|(n, rv)| ((Kind::Workspace, n.to_string()), *rv))
+            .collect();
+        v.insert((Kind::Secret, "s".into()), 99);
+        v
+    }
+
+    fn kept(items: &[(&str, i64)]) -> BTreeMap<String, Option<String>> {
+        items
+            .iter()
+            .map(|(n, rv)| (n.to_string(), Some(rv.to_string())))
+            .collect()
+    }
+
+    #[test]
+    fn only_what_moved_is_read_again() {
+        let many: Vec<(String, i64)> = (0..100).map(|i| (format!("w{i:03}"), i)).collect();
+        let many: Vec<(&str, i64)> = many.iter().map(|(n, rv)| (n.as_str(), *rv)).collect();
+        let mut moved = many.clone();
+        moved[3].1 = 500;
+        moved.push(("new", 501));
+        let patch = |read: &[&str], gone: &[&str]| Refresh::Patch {
+            read: read.iter().map(|s| s.to_string()).collect(),
+            gone: gone.iter().map(|s| s.to_string()).collect(),
+        };
+        for (kept_now, now, want) in [
+            (None, versions(&many), Refresh::Reload),
+            (Some(kept(&many)), versions(&many), patch(&[], &[])),
+            (
+                Some(kept(&many)),
+                versions(&moved),
+                patch(&["new", "w003"], &[]),
+            ),
+            (
+                Some(kept(&many)),
+                versions(&many[1..]),
+                patch(&[], &["w000"]),
+            ),
+            // A status never written (no version kept) is read.
+            (
+                Some(BTreeMap::from([("w000".to_string(), None)])),
+                versions(&many[..1]),
+                patch(&["w000"], &[]),
+            ),
+            // Most of the tenant changed: one query instead of many.
+            (
+                Some(kept(&many)),
+                versions(
+                    &many
+                        .iter()
+                        .map(|(n, rv)| (*n, rv + 1000))
+                        .collect::<Vec<_>>(),
+                ),
+                Refresh::Reload,
+            ),
+        ] {
+            assert_eq!(plan(kept_now.as_ref(), &now), want);
+        }
+    }
+}
