@@ -43,7 +43,7 @@ pub struct Platform {
     pub runner: RunConfig,
     /// Base URL of this server, as reached from run sandboxes.
     pub state_url: String,
-    /// Where run logs are kept: `logs/<tenant>/<run>.log`.
+    /// Where older versions kept run logs (they are in the store now); names the local agent.
     pub logs_dir: PathBuf,
     /// Wakes the loop (an object changed).
     pub wake: Notify,
@@ -135,11 +135,6 @@ impl Platform {
             policy: sng_policy::Sandbox::this_binary(),
             inputs_cache: Default::default(),
         }
-    }
-
-    /// Where the log of run `run_id` of `tenant` is kept: `logs/<tenant>/<run>.log`.
-    pub fn log_path(&self, tenant: &str, run_id: &str) -> PathBuf {
-        self.logs_dir.join(tenant).join(format!("{run_id}.log"))
     }
 
     /// One reconcile pass over every workspace, starting nothing: the number of runs found due
