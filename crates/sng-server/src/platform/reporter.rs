@@ -57,7 +57,7 @@ struct Buffer {
     text: String,
     /// The number of the next chunk in the store.
     seq: u64,
-    /// When the last write was done.
+    /// When the last write was done (or tried).
     since: Instant,
 }
 
@@ -115,10 +115,11 @@ impl LogSink {
     }
 
     fn write(&self, buf: &mut Buffer) {
-        buf.since = Instant::now();
         if buf.text.is_empty() {
+            // A line after a quiet time is written at once.
             return;
         }
+        buf.since = Instant::now();
         if !self.lease.is_lost() && self.lease.log(&self.store, buf.seq, &buf.text) {
             buf.seq += 1;
             buf.text.clear();
