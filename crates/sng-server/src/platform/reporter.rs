@@ -305,4 +305,48 @@ mod tests {
             "masked in what was written and in what was buffered"
         );
     }
+
+    #[test]
+    fn the_log_is_written_when_full_or_due_and_never_once_the_lease_is_gone() {
+        let store = Arc::new(Store::open_in_memory().unwrap());
+        let record = RunRecord {
+            id: "run-1".into(),
+            tenant: "default".into(),
+            workspace: "w".into(),
+            created_at: now_rfc3339(),
+            ..RunRecord::default()
+        };
+        store.job_enqueue(&record, &json!({})).unwrap();
+        let claim = store.job_claim("a", None, 0, 60_000).unwrap().unwrap();
+        let epoch = claim.job.epoch;
+        let lease = Arc::new(Lease::new(claim.job));
+        let sink = LogSink::new(store.clone(), lease.clone());
+        let log = || store.run_log_read("default", "run-1", 0).unwrap().text;
+
+        sink.push("header\n");
+        assert_eq!(log(), "header\n", "the first line is written at once");
+        let big = format!("{}\n", "x".repeat(FLUSH_BYTES));
+        sink.push(&big);
+        assert_eq!(
+            log(),
+            format!("header\n{big}"),
+            "a full buffer is written at once"
+        );
+        sink.push("later\n");
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !log().ends_with("later\n") {
+            assert!(
+                Instant::now() < deadline,
+                "a buffered line is written when due"
+            );
+            sink.flush_due();
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        // The job ends by someone else: nothing more is written, the lease is known lost.
+        store.job_finish("run-1", epoch, &record).unwrap();
+        sink.push("after the end\n");
+        sink.flush();
+        assert!(lease.is_lost());
+        assert!(!log().contains("after the end"));
+    }
 }
