@@ -19,7 +19,7 @@ pub mod workdir;
 
 pub use engine::{Engine, EngineError};
 pub use limits::Limits;
-pub use report::{LogFile, NoReport, Reporter};
+pub use report::{NoReport, Reporter};
 pub use run::{
     execute, Backend, JobOutcome, Operation, PlanResult, ProviderBlock, RunConfig, RunInput,
     RunResult,

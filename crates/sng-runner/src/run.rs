@@ -131,8 +131,8 @@ pub struct RunInput {
 /// Run the job. Never panics on engine failures: they are results. Policies are evaluated
 /// with `policies` (child processes bounded in time and memory). The reporter hears the events
 /// and the masked log; the values in [`JobOutcome::sensitive`] that are not secrets of the job
-/// are known only at the end: the receiver of the log masks them in what it has
-/// ([`crate::report::LogFile::mask_written`]).
+/// are known only at the end: the receiver of the log masks them in what it has (the server:
+/// in the run's log in the store).
 pub async fn execute(
     cfg: &RunConfig,
     policies: &sng_policy::Sandbox,

@@ -9,8 +9,7 @@ use sng_api::agent::{
     JobEvent, JobSpec, LogChunk, ModuleSource, OutputsFrom, Secrets, PROTOCOL_VERSION,
 };
 use sng_runner::{
-    Backend, Engine, JobOutcome, LogFile, Operation, Reporter, RunConfig, RunInput, RunResult,
-    Sandbox,
+    Backend, Engine, JobOutcome, Operation, Reporter, RunConfig, RunInput, RunResult, Sandbox,
 };
 use tokio_util::sync::CancellationToken;
 
@@ -81,13 +80,15 @@ fn input(dir: &Path, module_dir: PathBuf, run_id: &str, op: Operation) -> RunInp
     }
 }
 
-/// A reporter that writes the log where the platform does: `logs/<run id>.log`.
-struct ToFile(LogFile);
+/// A reporter that writes the log to a file: `logs/<run id>.log`.
+struct ToFile(std::sync::Mutex<std::fs::File>);
 
 impl Reporter for ToFile {
     fn event(&self, _: JobEvent) {}
     fn log(&self, chunk: LogChunk) {
-        self.0.write(&chunk);
+        use std::io::Write as _;
+        let mut file = self.0.lock().unwrap();
+        file.write_all(chunk.text.as_bytes()).unwrap();
     }
 }
 
@@ -95,12 +96,16 @@ impl Reporter for ToFile {
 /// at the end with the sensitive outputs, as the platform does) and the default policy
 /// evaluator.
 async fn execute(cfg: &RunConfig, input: RunInput, cancel: CancellationToken) -> JobOutcome {
-    let dir = cfg.runs_dir.parent().unwrap();
-    let log = LogFile::open(&dir.join("logs").join(format!("{}.log", input.spec.run_id))).unwrap();
-    let reporter = ToFile(log);
+    let dir = cfg.runs_dir.parent().unwrap().join("logs");
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(format!("{}.log", input.spec.run_id));
+    let reporter = ToFile(std::sync::Mutex::new(std::fs::File::create(&path).unwrap()));
     let policies = sng_policy::Sandbox::this_binary();
     let out = sng_runner::execute(cfg, &policies, input, &reporter, cancel).await;
-    reporter.0.mask_written(&out.sensitive);
+    drop(reporter);
+    let masker = sng_core::mask::Masker::new(&out.sensitive);
+    let text = std::fs::read_to_string(&path).unwrap();
+    std::fs::write(&path, masker.mask(&text)).unwrap();
     out
 }
 

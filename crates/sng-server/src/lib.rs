@@ -110,6 +110,51 @@ pub fn open_store(data_dir: &Path) -> Result<Store, ServerError> {
     Ok(store)
 }
 
+/// Logs of runs written by older versions to `logs/<tenant>/<run>.log`: each file of a run the
+/// store has, with no log in the store, is copied there as one chunk (the files stay: nothing
+/// is lost). Returns the number of logs copied.
+pub fn import_log_files(store: &Store, logs_dir: &Path) -> usize {
+    let mut copied = 0;
+    let tenants = std::fs::read_dir(logs_dir).into_iter().flatten().flatten();
+    for tenant in tenants {
+        let files = std::fs::read_dir(tenant.path())
+            .into_iter()
+            .flatten()
+            .flatten();
+        let tenant = tenant.file_name().to_string_lossy().into_owned();
+        for file in files {
+            let name = file.file_name().to_string_lossy().into_owned();
+            let Some(run) = name.strip_suffix(".log") else {
+                continue;
+            };
+            let copy = || -> Result<bool, sng_store::StoreError> {
+                if store.run_get(&tenant, run)?.is_none()
+                    || store.run_log_read(&tenant, run, 0)?.next > 0
+                {
+                    return Ok(false);
+                }
+                let Ok(bytes) = std::fs::read(file.path()) else {
+                    return Ok(false);
+                };
+                let text = String::from_utf8_lossy(&bytes);
+                store.run_log_append(&tenant, run, 0, &text)?;
+                Ok(!text.is_empty())
+            };
+            match copy() {
+                Ok(true) => copied += 1,
+                Ok(false) => {}
+                Err(e) => {
+                    tracing::warn!(tenant, run, error = %e, "cannot copy a run log file to the store")
+                }
+            }
+        }
+    }
+    if copied > 0 {
+        tracing::info!(logs = copied, dir = %logs_dir.display(), "copied run log files of an older version to the store");
+    }
+    copied
+}
+
 /// The master key: `DATA_DIR/master.key` (0600), created on first start. It wraps the data key
 /// of each tenant (which seal state bodies and secret values); `sng server rotate-master-key`
 /// replaces it.
@@ -146,6 +191,7 @@ pub async fn run(config: Config) -> Result<(), ServerError> {
     // Shared with other servers; `sng server rotate-master-key` needs it alone.
     let _data_dir_lock = keys::lock_data_dir(&config.data_dir, false)?;
     let store = Arc::new(open_store(&config.data_dir)?);
+    import_log_files(&store, &config.data_dir.join("logs"));
     let listener = tokio::net::TcpListener::bind(&config.listen)
         .await
         .map_err(|source| ServerError::Listen {

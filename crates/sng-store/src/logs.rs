@@ -3,6 +3,7 @@
 //! of the last read).
 
 use rusqlite::{params, OptionalExtension};
+use sng_core::mask::Masker;
 use sng_core::ports::LogRead;
 
 use crate::{Result, Store, StoreError};
@@ -17,45 +18,70 @@ impl Store {
     pub fn run_log_append(&self, tenant: &str, run: &str, seq: u64, text: &str) -> Result<()> {
         let mut conn = self.conn();
         let tx = conn.transaction()?;
-        let known: bool = tx.query_row(
-            "SELECT EXISTS (SELECT 1 FROM runs WHERE tenant = ?1 AND id = ?2)",
-            params![tenant, run],
-            |r| r.get(0),
-        )?;
-        if !known {
-            return Err(StoreError::not_found("Run", run));
-        }
-        let sent: Option<String> = tx
+        append(&tx, tenant, run, seq, text)?;
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// Append chunk `seq` of the log of the run of job `job` for the holder of the job's lease
+    /// at `epoch`, in one transaction: a holder whose lease is gone (the job ended, or another
+    /// holds it) writes nothing ([`StoreError::Conflict`]).
+    pub fn job_log_append(&self, job: &str, epoch: i64, seq: u64, text: &str) -> Result<()> {
+        let mut conn = self.conn();
+        let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+        let held: Option<(String, String, i64)> = tx
             .query_row(
-                "SELECT text FROM run_logs WHERE tenant = ?1 AND run_id = ?2 AND seq = ?3",
-                params![tenant, run, to_i64(seq)],
-                |r| r.get(0),
+                "SELECT tenant, state, epoch FROM jobs WHERE id = ?1",
+                params![job],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
             )
             .optional()?;
-        match sent {
-            Some(same) if same == text => return Ok(()),
-            Some(_) => {
-                return Err(StoreError::Conflict(format!(
-                    "chunk {seq} of the log of run `{run}` was written already with another text"
-                )))
-            }
-            None => {}
-        }
-        let (next, end): (i64, i64) = tx.query_row(
-            "SELECT COALESCE(MAX(seq) + 1, 0), COALESCE(MAX(start + bytes), 0) FROM run_logs
-              WHERE tenant = ?1 AND run_id = ?2",
-            params![tenant, run],
-            |r| Ok((r.get(0)?, r.get(1)?)),
-        )?;
-        if to_i64(seq) != next {
-            return Err(StoreError::Invalid(format!(
-                "chunk {seq} of the log of run `{run}` is out of order: the next one is {next}"
+        let Some((tenant, state, current)) = held else {
+            return Err(StoreError::not_found("Job", job));
+        };
+        if state != "leased" || current != epoch {
+            return Err(StoreError::Conflict(format!(
+                "the lease of job `{job}` is lost: it is {state} at epoch {current}, the writer held epoch {epoch}; no log was written"
             )));
         }
-        tx.execute(
-            "INSERT INTO run_logs (tenant, run_id, seq, start, bytes, text) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-            params![tenant, run, next, end, i64::try_from(text.len()).unwrap_or(i64::MAX), text],
-        )?;
+        append(&tx, &tenant, job, seq, text)?;
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// Mask `values` in the log of run `run` of `tenant` as stored (the sensitive outputs of a
+    /// run are known only at its end), chunk by chunk, their offsets recomputed, in one
+    /// transaction. Chunks are whole lines; the masker masks a multi-line value line by line
+    /// as well.
+    pub fn run_log_mask(&self, tenant: &str, run: &str, values: &[String]) -> Result<()> {
+        let masker = Masker::new(values);
+        if masker.is_empty() {
+            return Ok(());
+        }
+        let mut conn = self.conn();
+        let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+        let chunks = {
+            let mut stmt = tx.prepare(
+                "SELECT seq, text FROM run_logs WHERE tenant = ?1 AND run_id = ?2 ORDER BY seq",
+            )?;
+            let rows = stmt
+                .query_map(params![tenant, run], |r| {
+                    Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?))
+                })?
+                .collect::<rusqlite::Result<Vec<_>>>()?;
+            rows
+        };
+        let mut start: i64 = 0;
+        for (seq, text) in chunks {
+            let masked = masker.mask(&text);
+            let bytes = i64::try_from(masked.len()).unwrap_or(i64::MAX);
+            tx.execute(
+                "UPDATE run_logs SET start = ?4, bytes = ?5, text = ?6
+                  WHERE tenant = ?1 AND run_id = ?2 AND seq = ?3",
+                params![tenant, run, seq, start, bytes, masked],
+            )?;
+            start += bytes;
+        }
         tx.commit()?;
         Ok(())
     }
@@ -95,5 +121,91 @@ impl Store {
             text: text[skip.min(text.len())..].to_string(),
             next,
         })
+    }
+}
+
+/// Append chunk `seq` of the log of run `run` of `tenant` in `tx` (see
+/// [`Store::run_log_append`]).
+fn append(
+    tx: &rusqlite::Transaction<'_>,
+    tenant: &str,
+    run: &str,
+    seq: u64,
+    text: &str,
+) -> Result<()> {
+    let known: bool = tx.query_row(
+        "SELECT EXISTS (SELECT 1 FROM runs WHERE tenant = ?1 AND id = ?2)",
+        params![tenant, run],
+        |r| r.get(0),
+    )?;
+    if !known {
+        return Err(StoreError::not_found("Run", run));
+    }
+    let sent: Option<String> = tx
+        .query_row(
+            "SELECT text FROM run_logs WHERE tenant = ?1 AND run_id = ?2 AND seq = ?3",
+            params![tenant, run, to_i64(seq)],
+            |r| r.get(0),
+        )
+        .optional()?;
+    match sent {
+        Some(same) if same == text => return Ok(()),
+        Some(_) => {
+            return Err(StoreError::Conflict(format!(
+                "chunk {seq} of the log of run `{run}` was written already with another text"
+            )))
+        }
+        None => {}
+    }
+    let (next, end): (i64, i64) = tx.query_row(
+        "SELECT COALESCE(MAX(seq) + 1, 0), COALESCE(MAX(start + bytes), 0) FROM run_logs
+          WHERE tenant = ?1 AND run_id = ?2",
+        params![tenant, run],
+        |r| Ok((r.get(0)?, r.get(1)?)),
+    )?;
+    if to_i64(seq) != next {
+        return Err(StoreError::Invalid(format!(
+            "chunk {seq} of the log of run `{run}` is out of order: the next one is {next}"
+        )));
+    }
+    tx.execute(
+        "INSERT INTO run_logs (tenant, run_id, seq, start, bytes, text) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        params![tenant, run, next, end, i64::try_from(text.len()).unwrap_or(i64::MAX), text],
+    )?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sng_api::run::RunRecord;
+
+    #[test]
+    fn only_the_holder_of_the_lease_appends_to_the_log_of_a_job() {
+        let store = Store::open_in_memory().unwrap();
+        let run = RunRecord {
+            id: "run-1".into(),
+            tenant: "default".into(),
+            workspace: "w".into(),
+            created_at: crate::now_rfc3339(),
+            ..RunRecord::default()
+        };
+        store.job_enqueue(&run, &serde_json::json!({})).unwrap();
+        let job = store.job_claim("a", None, 0, 60_000).unwrap().unwrap().job;
+        store
+            .job_log_append("run-1", job.epoch, 0, "one\n")
+            .unwrap();
+        let stale = store.job_log_append("run-1", job.epoch - 1, 1, "stale\n");
+        assert!(matches!(stale, Err(StoreError::Conflict(_))), "{stale:?}");
+        store
+            .job_log_append("run-1", job.epoch, 1, "two\n")
+            .unwrap();
+        store.job_finish("run-1", job.epoch, &run).unwrap();
+        let late = store.job_log_append("run-1", job.epoch, 2, "late\n");
+        assert!(matches!(late, Err(StoreError::Conflict(_))), "{late:?}");
+        assert_eq!(
+            store.run_log_read("default", "run-1", 0).unwrap().text,
+            "one\ntwo\n"
+        );
     }
 }

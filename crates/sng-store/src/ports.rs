@@ -122,6 +122,10 @@ impl Runs for Store {
     fn read_log(&self, tenant: &str, run: &str, offset: u64) -> Result<LogRead> {
         Store::run_log_read(self, tenant, run, offset)
     }
+
+    fn mask_log(&self, tenant: &str, run: &str, values: &[String]) -> Result<()> {
+        Store::run_log_mask(self, tenant, run, values)
+    }
 }
 
 impl StateStore for Store {

@@ -82,7 +82,13 @@ fn a_run_end_to_end_publishes_outputs_and_keeps_the_state() {
 
     // the state survives a restart: a changed input is an update, not a second create
     assert!(server.terminate().success());
+    // The log is in the store: no file was written, none is read (the directory older
+    // versions wrote logs to is gone).
+    let logs_dir = fx.data.path().join("logs");
+    assert!(!logs_dir.exists(), "no log file is written");
+    let _ = std::fs::remove_dir_all(&logs_dir);
     let server = fx.server(&[]);
+    assert_eq!(server.logs(run["id"].as_str().unwrap()), log);
     assert_eq!(
         apply_pet(&server, &fx, "prod"),
         "workspace/pet configured\n"

@@ -56,4 +56,10 @@ pub trait Runs {
     /// The log of run `run` from byte `offset` (nothing, at the offset, when the run has
     /// written no more; a run the tenant does not have reads as an empty log).
     fn read_log(&self, tenant: &str, run: &str, offset: u64) -> Result<LogRead, Self::Error>;
+
+    /// Mask `values` (and their encoded forms, see [`crate::mask::Masker`]) in what is stored
+    /// of the log of run `run`, in one step: the offsets of what follows a masked value move
+    /// (a reader following by offset reads from the end of what it read, or from a little
+    /// later). The sensitive outputs of a run are known only at its end.
+    fn mask_log(&self, tenant: &str, run: &str, values: &[String]) -> Result<(), Self::Error>;
 }

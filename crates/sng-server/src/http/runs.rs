@@ -79,8 +79,9 @@ pub(crate) async fn get_run(
     Ok(Json(serde_json::to_value(run).expect("json")))
 }
 
-/// The masked log of a run, as text, from `?offset=`; the header `X-Sng-Run-Phase` says
-/// whether the run is still going.
+/// The masked log of a run, as text, from `?offset=` (bytes), read from the store (any server
+/// sharing it serves it); the header `X-Sng-Run-Phase` says whether the run is still going,
+/// `X-Sng-Log-Size` how many bytes of the log are stored so far.
 pub(crate) async fn get_log(
     State(st): State<AppState>,
     caller: Caller,
@@ -90,18 +91,17 @@ pub(crate) async fn get_log(
 ) -> Result<axum::response::Response, ApiError> {
     caller.scope(&tenant)?;
     params.only(&["offset"])?;
-    let (t, i) = (tenant.clone(), id.clone());
-    let run = blocking(&st, move |s| s.run_get(&t, &i))
-        .await?
-        .ok_or_else(|| ApiError::not_found(format!("run `{id}` not found")))?;
-    let platform = st
-        .platform
-        .as_ref()
-        .ok_or_else(|| ApiError::not_found("no run logs on this server"))?;
-    let path = platform.log_path(&tenant, &id);
-    let bytes = tokio::fs::read(&path).await.unwrap_or_default();
-    let from = (q.offset as usize).min(bytes.len());
-    let text = String::from_utf8_lossy(&bytes[from..]).into_owned();
+    let i = id.clone();
+    let (run, log) = blocking(&st, move |s| {
+        let run = s.run_get(&tenant, &i)?;
+        let log = match run {
+            Some(_) => s.run_log_read(&tenant, &i, q.offset)?,
+            None => Default::default(),
+        };
+        Ok((run, log))
+    })
+    .await?;
+    let run = run.ok_or_else(|| ApiError::not_found(format!("run `{id}` not found")))?;
     Ok((
         [
             (
@@ -114,10 +114,10 @@ pub(crate) async fn get_log(
             ),
             (
                 axum::http::HeaderName::from_static("x-sng-log-size"),
-                bytes.len().to_string(),
+                log.next.to_string(),
             ),
         ],
-        text,
+        log.text,
     )
         .into_response())
 }

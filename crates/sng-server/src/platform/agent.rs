@@ -157,6 +157,14 @@ impl Lease {
         )
     }
 
+    /// Append chunk `seq` of the run's log (refused once the lease is gone).
+    pub fn log(&self, store: &Store, seq: u64, text: &str) -> bool {
+        self.fenced(
+            "run log",
+            store.job_log_append(&self.job.id, self.job.epoch, seq, text),
+        )
+    }
+
     /// End the job with its final run record (refused once the lease is gone).
     pub fn finish(&self, store: &Store, run: &RunRecord) -> bool {
         self.fenced(

@@ -39,7 +39,7 @@ pub struct Platform {
     pub runner: RunConfig,
     /// Base URL of this server, as reached from run sandboxes.
     pub state_url: String,
-    /// Where run logs are kept: `logs/<tenant>/<run>.log`.
+    /// Where older versions kept run logs (they are in the store now); names the local agent.
     pub logs_dir: PathBuf,
     /// Runs this process runs at once (its local agent's slots).
     pub slots: usize,
@@ -127,11 +127,6 @@ impl Platform {
             inputs_cache: Default::default(),
             snapshots: Default::default(),
         }
-    }
-
-    /// Where the log of run `run_id` of `tenant` is kept: `logs/<tenant>/<run>.log`.
-    pub fn log_path(&self, tenant: &str, run_id: &str) -> PathBuf {
-        self.logs_dir.join(tenant).join(format!("{run_id}.log"))
     }
 
     /// At start: runs cut by a crash or a kill of this server are recorded `Interrupted`,

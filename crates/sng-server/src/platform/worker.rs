@@ -477,18 +477,6 @@ async fn run_inner(
         record.correlation_id,
         m.source
     );
-    let log_path = p.log_path(tenant, run_id);
-    if let Some(dir) = log_path.parent() {
-        let _ = std::fs::create_dir_all(dir);
-    }
-    let _ = std::fs::write(&log_path, format!("{header}\n"));
-    let log = match sng_runner::LogFile::open(&log_path) {
-        Ok(log) => log,
-        Err(e) => {
-            let m = format!("cannot open the run log: {e}");
-            return fail(ended, Reason::RunFailed, m);
-        }
-    };
     let claim =
         super::jobspec::for_run(p, ws, record, runner_op, &inputs, state, expected_plan_hash);
     let input = RunInput {
@@ -497,15 +485,28 @@ async fn run_inner(
         module_dir,
     };
     let generation = ws.metadata.generation.unwrap_or(0);
-    let reporter = super::reporter::RunReporter::new(
-        p.store.clone(),
-        lease.clone(),
-        record,
-        generation,
-        st,
-        log,
-    );
+    let reporter =
+        super::reporter::RunReporter::new(p.store.clone(), lease.clone(), record, generation, st);
+    // The log goes to the store; what is buffered is written at least every `FLUSH_EVERY`
+    // while the run goes on (a follower sees it).
+    let log = reporter.log_sink();
+    log.push(&format!("{header}\n"));
+    let ticking = CancellationToken::new();
+    tokio::spawn({
+        let (log, ticking) = (log.clone(), ticking.clone());
+        let mut every = tokio::time::interval(super::reporter::FLUSH_EVERY);
+        async move {
+            while tokio::select! {
+                _ = every.tick() => true,
+                _ = ticking.cancelled() => false,
+            } {
+                log.flush_due();
+            }
+        }
+    });
+    let ticker = ticking.drop_guard();
     let out = sng_runner::execute(&p.runner, &p.policy, input, &reporter, cancel).await;
+    drop(ticker);
     *st = reporter.finish(&out.sensitive);
     record.steps = out.steps.clone();
     if out.steps.iter().any(|(step, _)| step == "init-reused") {

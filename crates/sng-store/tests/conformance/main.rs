@@ -107,6 +107,7 @@ sqlite! {
         the_last_ended_run_follows_every_write,
         a_log_is_appended_in_order_and_read_from_an_offset,
         a_log_belongs_to_a_run_of_its_tenant,
+        late_masking_rewrites_the_stored_log_and_its_offsets,
     }
     state {
         a_state_round_trips_and_every_version_is_kept,

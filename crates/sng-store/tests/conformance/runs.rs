@@ -164,3 +164,53 @@ pub fn a_log_belongs_to_a_run_of_its_tenant<S: Ports>(s: &S) {
     assert!(!other.text.contains("CANARY"), "{other:?}");
     assert_eq!(s.read_log("acme", "run-1", 0).unwrap().text, "CANARY-LOG-1");
 }
+
+pub fn late_masking_rewrites_the_stored_log_and_its_offsets<S: Ports>(s: &S) {
+    s.put_run(&run("default", "app", "run-1", "Running"))
+        .unwrap();
+    s.put_run(&run("default", "app", "run-2", "Running"))
+        .unwrap();
+    let late = "late-sensitive-4242".to_string();
+    let chunks = [
+        "==> sng: apply\n",
+        "token = late-sensitive-4242\nagain late-sensitive-4242\n",
+        "ünicode after\n",
+    ];
+    for (seq, text) in chunks.iter().enumerate() {
+        s.append_log("default", "run-1", seq as u64, text).unwrap();
+    }
+    s.append_log("default", "run-2", 0, "other run late-sensitive-4242\n")
+        .unwrap();
+    s.mask_log("default", "run-1", std::slice::from_ref(&late))
+        .unwrap();
+    let want = "==> sng: apply\ntoken = ***\nagain ***\nünicode after\n";
+    let all = s.read_log("default", "run-1", 0).unwrap();
+    assert_eq!(all.text, want);
+    assert_eq!(all.next, want.len() as u64, "the length is the masked one");
+    let from = "==> sng: apply\ntoken = ***\n".len() as u64;
+    assert_eq!(
+        s.read_log("default", "run-1", from).unwrap().text,
+        "again ***\nünicode after\n",
+        "the offsets of the chunks after the masked one were recomputed"
+    );
+    let last = want.len() as u64 - "ünicode after\n".len() as u64;
+    assert_eq!(
+        s.read_log("default", "run-1", last).unwrap().text,
+        "ünicode after\n"
+    );
+    // The next chunk follows the masked log; another run's log is not touched.
+    s.append_log("default", "run-1", 3, "done\n").unwrap();
+    let follow = s.read_log("default", "run-1", all.next).unwrap();
+    assert_eq!(
+        (follow.text.as_str(), follow.next),
+        ("done\n", all.next + 5)
+    );
+    assert!(s
+        .read_log("default", "run-2", 0)
+        .unwrap()
+        .text
+        .contains(&late));
+    s.mask_log("default", "run-1", &[]).unwrap();
+    s.mask_log("default", "nope", std::slice::from_ref(&late))
+        .unwrap();
+}
