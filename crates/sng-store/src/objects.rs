@@ -279,9 +279,8 @@ impl Store {
         self.apply_on(Topic::Intent, tenant, objects, dry_run, by)
     }
 
-    /// [`Store::apply`] of what a run publishes (its outputs secret): the platform's progress,
-    /// not something asked, so the reconciler is not woken before the run has ended (it is
-    /// when the job ends; the dependents see the outputs and the parent's status together).
+    /// [`Store::apply`] of what a run publishes (its outputs secret): progress, not intent, so
+    /// the reconciler wakes when the job ends and sees the outputs and the status together.
     pub fn publish(&self, tenant: &str, objects: Vec<Object>) -> Result<Vec<Applied>> {
         self.apply_on(Topic::Progress, tenant, objects, false, None)
     }
@@ -481,29 +480,20 @@ impl Store {
         expected_version: Option<&str>,
         status: &Value,
     ) -> Result<Object> {
-        self.write_status(
-            Topic::Progress,
-            kind,
-            tenant,
-            name,
-            expected_version,
-            status,
-        )
+        let at = (kind, tenant, name);
+        self.write_status(Topic::Progress, at, expected_version, status)
     }
 
-    /// Write the status of a workspace whose job ended without its holder (a lease closed, a
-    /// server stopped during the run): as [`Store::update_status`], and the followers of ended
-    /// jobs (the reconciler) are told once the workspace may go on.
+    /// The status of a workspace whose job ended without its holder (a lease closed, a server
+    /// stopped): as [`Store::update_status`], told to the followers of ended jobs.
     pub fn update_status_ended(&self, tenant: &str, name: &str, status: &Value) -> Result<Object> {
-        self.write_status(Topic::Ended, Kind::Workspace, tenant, name, None, status)
+        self.write_status(Topic::Ended, (Kind::Workspace, tenant, name), None, status)
     }
 
     fn write_status(
         &self,
         topic: Topic,
-        kind: Kind,
-        tenant: &str,
-        name: &str,
+        (kind, tenant, name): (Kind, &str, &str),
         expected_version: Option<&str>,
         status: &Value,
     ) -> Result<Object> {

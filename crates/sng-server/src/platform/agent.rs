@@ -316,36 +316,44 @@ fn start(p: &Arc<Platform>, claim: Claim, slot: OwnedSemaphorePermit, cancel: Ca
     let p = p.clone();
     tokio::spawn(async move {
         let lease = Arc::new(Lease::new(job));
-        let beats = tokio::spawn(heartbeats(p.clone(), lease.clone(), cancel.clone()));
+        let done = CancellationToken::new();
+        let beats = {
+            let (p, lease, cancel, done) = (p.clone(), lease.clone(), cancel.clone(), done.clone());
+            std::thread::spawn(move || heartbeats(&p, &lease, &cancel, &done))
+        };
         super::worker::run_workspace(&p, &lease, cancel).await;
-        beats.abort();
+        done.cancel();
+        drop(beats);
         p.agent.held.lock().expect("lock").remove(&lease.job.id);
         drop(slot);
     });
 }
 
 /// Renew the lease every third of its length: a cancel asked through any process interrupts
-/// the run; a lost lease interrupts it and fences its writes.
-async fn heartbeats(p: Arc<Platform>, lease: Arc<Lease>, cancel: CancellationToken) {
+/// the run; a lost lease interrupts it and fences its writes. On a thread of its own, not on the
+/// async runtime: a runtime kept busy (a run moving a state of tens of MiB) delays no renewal.
+/// Ends when `done` is cancelled (the run is over).
+fn heartbeats(p: &Platform, lease: &Lease, cancel: &CancellationToken, done: &CancellationToken) {
     let length = lease_ms();
     let every = Duration::from_millis((length / 3).max(50) as u64);
-    loop {
-        tokio::time::sleep(every).await;
-        let store = p.store.clone();
-        let (id, epoch) = (lease.job.id.clone(), lease.job.epoch);
-        let beat =
-            tokio::task::spawn_blocking(move || store.job_heartbeat(&id, epoch, now_ms(), length))
-                .await;
-        match beat {
-            Ok(Ok(Beat::Continue)) => {}
-            Ok(Ok(Beat::Cancel(_))) => cancel.cancel(),
-            Ok(Ok(Beat::Lost)) => {
+    let step = Duration::from_millis(50).min(every);
+    let mut next = std::time::Instant::now() + every;
+    while !done.is_cancelled() {
+        if std::time::Instant::now() < next {
+            std::thread::sleep(step);
+            continue;
+        }
+        next += every;
+        let (id, epoch) = (lease.job.id.as_str(), lease.job.epoch);
+        match p.store.job_heartbeat(id, epoch, now_ms(), length) {
+            Ok(Beat::Continue) => {}
+            Ok(Beat::Cancel(_)) => cancel.cancel(),
+            Ok(Beat::Lost) => {
                 lease.lost.store(true, Ordering::Relaxed);
                 tracing::warn!(run = %lease.job.id, "the lease is lost: the run stops and writes nothing more");
                 cancel.cancel();
                 return;
             }
-            Ok(Err(e)) => tracing::warn!(run = %lease.job.id, error = %e, "heartbeat failed"),
             Err(e) => tracing::warn!(run = %lease.job.id, error = %e, "heartbeat failed"),
         }
     }

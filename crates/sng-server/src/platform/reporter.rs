@@ -77,13 +77,12 @@ impl LogSink {
         }
     }
 
-    /// Append text (whole lines), written now if the buffer is full or the last write is old.
+    /// Append text (whole lines). Never a store write: the runner calls this from async code,
+    /// where a wait for the store (a large state being written) would stall the runtime's
+    /// threads, heartbeats included; the ticker of the run writes it ([`LogSink::flush_due`],
+    /// off the runtime's threads).
     pub fn push(&self, text: &str) {
-        let mut buf = self.buf.lock().expect("lock");
-        buf.text.push_str(text);
-        if buf.text.len() >= FLUSH_BYTES || buf.since.elapsed() >= FLUSH_EVERY {
-            self.write(&mut buf);
-        }
+        self.buf.lock().expect("lock").text.push_str(text);
     }
 
     /// Write what is buffered now.
@@ -91,10 +90,11 @@ impl LogSink {
         self.write(&mut self.buf.lock().expect("lock"));
     }
 
-    /// Write what is buffered if the last write is older than [`FLUSH_EVERY`].
+    /// Write what is buffered if the buffer is full or the last write is older than
+    /// [`FLUSH_EVERY`]. A blocking call.
     pub fn flush_due(&self) {
         let mut buf = self.buf.lock().expect("lock");
-        if buf.since.elapsed() >= FLUSH_EVERY {
+        if buf.text.len() >= FLUSH_BYTES || buf.since.elapsed() >= FLUSH_EVERY {
             self.write(&mut buf);
         }
     }
@@ -247,6 +247,12 @@ mod tests {
             seq: 0,
             text: "==> sng: plan\noutput = late-sensitive-77\n".into(),
         });
+        assert_eq!(
+            log(0).text,
+            "",
+            "a log line is only buffered by the runner's call"
+        );
+        reporter.log_sink().flush_due();
         let first = log(0);
         assert_eq!(first.text, "==> sng: plan\noutput = late-sensitive-77\n");
         // A line right after a write waits in the buffer; it is written before the event.
@@ -324,13 +330,24 @@ mod tests {
         let log = || store.run_log_read("default", "run-1", 0).unwrap().text;
 
         sink.push("header\n");
-        assert_eq!(log(), "header\n", "the first line is written at once");
+        assert_eq!(
+            log(),
+            "",
+            "pushing writes nothing (it may be called from async code)"
+        );
+        sink.flush_due();
+        assert_eq!(
+            log(),
+            "header\n",
+            "the first line is written at the first tick"
+        );
         let big = format!("{}\n", "x".repeat(FLUSH_BYTES));
         sink.push(&big);
+        sink.flush_due();
         assert_eq!(
             log(),
             format!("header\n{big}"),
-            "a full buffer is written at once"
+            "a full buffer is written at the next tick"
         );
         sink.push("later\n");
         let deadline = Instant::now() + Duration::from_secs(10);

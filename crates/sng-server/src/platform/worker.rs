@@ -500,7 +500,8 @@ async fn run_inner(
                 _ = every.tick() => true,
                 _ = ticking.cancelled() => false,
             } {
-                log.flush_due();
+                let log = log.clone();
+                let _ = tokio::task::spawn_blocking(move || log.flush_due()).await;
             }
         }
     });
