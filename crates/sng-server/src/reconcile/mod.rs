@@ -1,6 +1,6 @@
 //! The reconciler: observe every workspace, `decide`, write what is observed, enqueue the runs
 //! due as jobs, finalize deletions. It follows the store's change feed — the one wake mechanism
-//! of the platform, the same for a change made through this process or another — and the times
+//! of the platform, told of every commit of the store (SQLite: of this process) — and the times
 //! at which something falls due.
 
 use std::sync::Arc;
@@ -156,7 +156,7 @@ pub fn next_pass_at(started: tokio::time::Instant, took: Duration) -> tokio::tim
 /// dependents may start). Its own writes (statuses observed, jobs enqueued) wake it not.
 pub const FOLLOWS: &[Topic] = &[Topic::Intent, Topic::Ended];
 
-/// The reconcile loop: follows the change feed ([`FOLLOWS`]: its only wake, whichever process
+/// The reconcile loop: follows the change feed ([`FOLLOWS`]: its only wake, whichever handler
 /// made the change) and wakes when something is due (at most every 30 s otherwise); enqueues
 /// the runs due as jobs (the agents claim them, woken by the feed too).
 pub async fn reconcile_loop(platform: Arc<Platform>, stop: CancellationToken) {
