@@ -58,8 +58,9 @@ pub struct Context<'a> {
     pub refresh: Option<(i64, bool)>,
     /// The state lock's holder now, for a `StateLocked` end.
     pub lock: Option<LockStatus>,
-    /// `spec.approval: manual`: a plan waits for a person. Otherwise a plan (not a refresh,
-    /// not held) was decided because a parent was not Ready: it waits for the parents.
+    /// A plan of this run waits for a person: `spec.approval: manual`, or the run was decided
+    /// as an apply (held, or its approval stale). Otherwise a plan (not a refresh) was decided
+    /// because a parent was not Ready: it waits for the parents.
     pub manual: bool,
 }
 

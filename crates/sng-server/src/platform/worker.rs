@@ -319,7 +319,10 @@ pub async fn run_workspace(p: &Platform, lease: &Arc<Lease>, cancel: Cancellatio
         observed_before: ws.status.as_ref().and_then(|s| s.observed_generation),
         refresh,
         lock,
-        manual: current.spec.approval == Some(sng_api::workspace::Approval::Manual),
+        // Only a plan the reconciler decided (not an apply that ended as a plan: held, or its
+        // approval stale) may be a plan for want of Ready parents.
+        manual: current.spec.approval == Some(sng_api::workspace::Approval::Manual)
+            || queued.operation != Operation::Plan,
     };
     let end = lifecycle::Ended {
         outcome: ended.result.clone(),
