@@ -350,6 +350,8 @@ impl Store {
         self.last_ended_cache()
             .remove(&(tenant.to_string(), workspace.to_string()));
         drop(conn);
+        // An approval given (or refused) is asked by a user: the reconciler acts on it now.
+        self.changed(crate::Topic::Intent, None);
         Ok(ApprovalDecision {
             verdict,
             at,
