@@ -102,6 +102,8 @@ fn on_a_production_tenant_a_replace_waits_for_the_retyped_name_even_with_auto_ap
         is_ready(w) && w["status"]["observedGeneration"] == 1
     });
     let applied_at = first["status"]["lastApply"]["at"].clone();
+    // `lastApply.at` has a resolution of a second: two applies may share it; the run tells them apart.
+    let first_run = first["status"]["lastRunJob"].clone();
 
     // a replace: the run stops awaiting an approval with the re-typed name
     ok(as_bank(&["apply", "-f", "-"], Some(&ws("2"))));
@@ -158,7 +160,8 @@ fn on_a_production_tenant_a_replace_waits_for_the_retyped_name_even_with_auto_ap
     until("the replace applied", &|w| {
         is_ready(w)
             && w["status"]["lastApply"]["result"] == "Succeeded"
-            && w["status"]["lastApply"]["at"] != applied_at
+            && w["status"]["observedGeneration"] == 2
+            && w["status"]["lastRunJob"] != first_run
     });
 }
 
