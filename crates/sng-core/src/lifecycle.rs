@@ -61,7 +61,7 @@ pub struct Context<'a> {
     /// A plan of this run waits for a person: `spec.approval: manual`, or the run was decided
     /// as an apply (held, or its approval stale). Otherwise a plan (not a refresh) was decided
     /// because a parent was not Ready: it waits for the parents.
-    pub manual: bool,
+    pub plan_waits_for_approval: bool,
 }
 
 /// What the end of a run writes.
@@ -178,7 +178,7 @@ fn succeeded(
             }
             (None, None)
         }
-        Operation::Plan if !cx.manual && !e.held && e.has_changes => {
+        Operation::Plan if !cx.plan_waits_for_approval && !e.held && e.has_changes => {
             // Planned while a parent was not Ready (the decision was plan only): no approval
             // is asked of anyone; the apply follows once the parents are Ready.
             let m = "planned while a parent workspace was not Ready; the apply follows once it is"

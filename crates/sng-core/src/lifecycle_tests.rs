@@ -53,7 +53,7 @@ fn cx(refresh: Option<(i64, bool)>) -> Context<'static> {
             id: "lock-1".into(),
             who: "alice@laptop".into(),
         }),
-        manual: true,
+        plan_waits_for_approval: true,
     }
 }
 
@@ -400,7 +400,7 @@ fn what_an_end_records_beyond_the_conditions() {
     // approval of anyone and waits for the parents.
     let e = ended(Outcome::Succeeded, Plan, Trigger::InputsChanged);
     let auto = Context {
-        manual: false,
+        plan_waits_for_approval: false,
         ..cx(None)
     };
     let waiting = conclude(before(), &e, &auto);

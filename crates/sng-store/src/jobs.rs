@@ -179,11 +179,7 @@ impl Store {
     pub fn job_finish(&self, id: &str, epoch: i64, run: &RunRecord) -> Result<()> {
         let mut conn = self.conn();
         let tx = immediate(&mut conn)?;
-        let job = job_where(&tx, "id = ?1", params![id])?
-            .ok_or_else(|| StoreError::not_found("Job", id))?;
-        if job.state != JobState::Leased || job.epoch != epoch {
-            return Err(lease_lost(&job, epoch));
-        }
+        held_job(&tx, id, epoch)?;
         tx.execute(
             "UPDATE jobs SET state = 'finished', lease_until = NULL, ended_at = ?2 WHERE id = ?1",
             params![id, now_rfc3339()],
@@ -202,11 +198,7 @@ impl Store {
     pub fn job_record(&self, id: &str, epoch: i64, run: &RunRecord) -> Result<()> {
         let mut conn = self.conn();
         let tx = immediate(&mut conn)?;
-        let job = job_where(&tx, "id = ?1", params![id])?
-            .ok_or_else(|| StoreError::not_found("Job", id))?;
-        if job.state != JobState::Leased || job.epoch != epoch {
-            return Err(lease_lost(&job, epoch));
-        }
+        held_job(&tx, id, epoch)?;
         put_run(&tx, run)?;
         tx.commit()?;
         Ok(())
@@ -378,11 +370,7 @@ impl Store {
     pub fn job_write_status(&self, id: &str, epoch: i64, status: &serde_json::Value) -> Result<()> {
         let mut conn = self.conn();
         let tx = immediate(&mut conn)?;
-        let job = job_where(&tx, "id = ?1", params![id])?
-            .ok_or_else(|| StoreError::not_found("Job", id))?;
-        if job.state != JobState::Leased || job.epoch != epoch {
-            return Err(lease_lost(&job, epoch));
-        }
+        let job = held_job(&tx, id, epoch)?;
         let rv = crate::objects::next_revision(&tx)?;
         tx.execute(
             "UPDATE objects SET status = ?1, resource_version = ?2 WHERE tenant = ?3 AND kind = 'Workspace' AND name = ?4",
@@ -407,6 +395,17 @@ impl Store {
     pub fn job_get(&self, id: &str) -> Result<Option<Job>> {
         job_where(&self.conn(), "id = ?1", params![id])
     }
+}
+
+/// Job `id`, if its lease is held at `epoch`: else nothing may be written for it
+/// ([`StoreError::Conflict`] naming the epochs; `NotFound` for an unknown job).
+pub(crate) fn held_job(tx: &rusqlite::Connection, id: &str, epoch: i64) -> Result<Job> {
+    let job =
+        job_where(tx, "id = ?1", params![id])?.ok_or_else(|| StoreError::not_found("Job", id))?;
+    if job.state != JobState::Leased || job.epoch != epoch {
+        return Err(lease_lost(&job, epoch));
+    }
+    Ok(job)
 }
 
 fn lease_lost(job: &Job, epoch: i64) -> StoreError {

@@ -29,22 +29,8 @@ impl Store {
     pub fn job_log_append(&self, job: &str, epoch: i64, seq: u64, text: &str) -> Result<()> {
         let mut conn = self.conn();
         let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-        let held: Option<(String, String, i64)> = tx
-            .query_row(
-                "SELECT tenant, state, epoch FROM jobs WHERE id = ?1",
-                params![job],
-                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
-            )
-            .optional()?;
-        let Some((tenant, state, current)) = held else {
-            return Err(StoreError::not_found("Job", job));
-        };
-        if state != "leased" || current != epoch {
-            return Err(StoreError::Conflict(format!(
-                "the lease of job `{job}` is lost: it is {state} at epoch {current}, the writer held epoch {epoch}; no log was written"
-            )));
-        }
-        append(&tx, &tenant, job, seq, text)?;
+        let held = crate::jobs::held_job(&tx, job, epoch)?;
+        append(&tx, &held.tenant, job, seq, text)?;
         tx.commit()?;
         Ok(())
     }

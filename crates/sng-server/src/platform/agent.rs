@@ -10,6 +10,7 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -316,14 +317,14 @@ fn start(p: &Arc<Platform>, claim: Claim, slot: OwnedSemaphorePermit, cancel: Ca
     let p = p.clone();
     tokio::spawn(async move {
         let lease = Arc::new(Lease::new(job));
-        let done = CancellationToken::new();
-        let beats = {
-            let (p, lease, cancel, done) = (p.clone(), lease.clone(), cancel.clone(), done.clone());
-            std::thread::spawn(move || heartbeats(&p, &lease, &cancel, &done))
-        };
+        // The heartbeats end when `done` is dropped (the run is over).
+        let (done, over) = std::sync::mpsc::channel::<()>();
+        {
+            let (p, lease, cancel) = (p.clone(), lease.clone(), cancel.clone());
+            std::thread::spawn(move || heartbeats(&p, &lease, &cancel, &over));
+        }
         super::worker::run_workspace(&p, &lease, cancel).await;
-        done.cancel();
-        drop(beats);
+        drop(done);
         p.agent.held.lock().expect("lock").remove(&lease.job.id);
         drop(slot);
     });
@@ -332,18 +333,11 @@ fn start(p: &Arc<Platform>, claim: Claim, slot: OwnedSemaphorePermit, cancel: Ca
 /// Renew the lease every third of its length: a cancel asked through any process interrupts
 /// the run; a lost lease interrupts it and fences its writes. On a thread of its own, not on the
 /// async runtime: a runtime kept busy (a run moving a state of tens of MiB) delays no renewal.
-/// Ends when `done` is cancelled (the run is over).
-fn heartbeats(p: &Platform, lease: &Lease, cancel: &CancellationToken, done: &CancellationToken) {
+/// Ends when the sender of `over` is dropped (the run is over).
+fn heartbeats(p: &Platform, lease: &Lease, cancel: &CancellationToken, over: &Receiver<()>) {
     let length = lease_ms();
     let every = Duration::from_millis((length / 3).max(50) as u64);
-    let step = Duration::from_millis(50).min(every);
-    let mut next = std::time::Instant::now() + every;
-    while !done.is_cancelled() {
-        if std::time::Instant::now() < next {
-            std::thread::sleep(step);
-            continue;
-        }
-        next += every;
+    while let Err(RecvTimeoutError::Timeout) = over.recv_timeout(every) {
         let (id, epoch) = (lease.job.id.as_str(), lease.job.epoch);
         match p.store.job_heartbeat(id, epoch, now_ms(), length) {
             Ok(Beat::Continue) => {}

@@ -321,7 +321,8 @@ pub async fn run_workspace(p: &Platform, lease: &Arc<Lease>, cancel: Cancellatio
         lock,
         // Only a plan the reconciler decided (not an apply that ended as a plan: held, or its
         // approval stale) may be a plan for want of Ready parents.
-        manual: current.spec.approval == Some(sng_api::workspace::Approval::Manual)
+        plan_waits_for_approval: current.spec.approval
+            == Some(sng_api::workspace::Approval::Manual)
             || queued.operation != Operation::Plan,
     };
     let end = lifecycle::Ended {
