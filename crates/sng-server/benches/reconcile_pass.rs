@@ -2,7 +2,9 @@
 //! 10,000), each citing a secret and a Provider whose configuration comes from a secret:
 //! a cold pass (nothing known: every workspace's inputs gathered, their secrets opened — what
 //! every pass did before inputs were kept between passes) beside a warm one (inputs known; the
-//! versions of the tenant's objects read once). `cargo bench -p sng-server --bench reconcile_pass`.
+//! versions of the tenant's objects read once, the decisions of idle workspaces standing), and
+//! one where every workspace is decided again (its decisions forgotten, its inputs known).
+//! `cargo bench -p sng-server --bench reconcile_pass`.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -81,9 +83,22 @@ fn main() {
         warm_times.push(t.elapsed());
         warm_opened += sealed_values_opened() - o;
     }
+    // The same pass with its decisions forgotten: every workspace observed and decided again
+    // (inputs known) — what a pass costs when everything moved, and every REDECIDE_EVERY.
+    let mut full_times = vec![];
+    for _ in 0..5 {
+        *warm.memory.lock().unwrap() = Default::default();
+        let t = Instant::now();
+        warm.reconcile_pass();
+        full_times.push(t.elapsed());
+    }
     let (c, w) = (median(cold_times), median(warm_times));
     println!("workspaces: {n}");
     println!("cold pass (every input gathered): median {c:?}, {cold_opened} sealed values opened");
     println!("warm pass (inputs known):         median {w:?}, {warm_opened} sealed values opened in 5 passes");
+    println!(
+        "re-decided (decisions forgotten): median {:?}",
+        median(full_times)
+    );
     println!("warm / cold: {:.2}", w.as_secs_f64() / c.as_secs_f64());
 }

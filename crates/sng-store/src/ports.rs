@@ -84,6 +84,10 @@ impl Objects for Store {
     fn object_versions(&self, tenant: &str) -> Result<Versions> {
         Store::object_versions(self, tenant)
     }
+
+    fn revision(&self) -> Result<i64> {
+        Store::revision(self)
+    }
 }
 
 impl Runs for Store {

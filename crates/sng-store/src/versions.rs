@@ -35,6 +35,16 @@ impl Store {
             .collect())
     }
 
+    /// The revision of the newest object write or deletion (see [`Objects::revision`]).
+    ///
+    /// [`Objects::revision`]: sng_core::ports::Objects::revision
+    pub fn revision(&self) -> Result<i64> {
+        Ok(self
+            .conn()
+            .prepare_cached("SELECT value FROM revision WHERE id = 1")?
+            .query_row([], |r| r.get(0))?)
+    }
+
     /// The labels of an object, without opening its sealed values; `None` when it does not
     /// exist.
     pub fn object_labels(

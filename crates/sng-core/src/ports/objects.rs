@@ -129,4 +129,8 @@ pub trait Objects {
     /// reconcile pass reads to tell whether the inputs of a workspace may have changed): no
     /// sealed value is opened.
     fn object_versions(&self, tenant: &str) -> Result<Versions, Self::Error>;
+
+    /// The revision of the newest object write or deletion, in any tenant: while it stays the
+    /// same, no object changed (a pass reads the versions of the objects again only then).
+    fn revision(&self) -> Result<i64, Self::Error>;
 }

@@ -218,6 +218,21 @@ struct Cached {
 }
 
 impl InputsCache {
+    /// Whether the inputs of `ws` were gathered at its generation and none of the objects they
+    /// were read from moved since (what [`InputsCache::inputs`] answers without gathering).
+    pub fn is_current(&self, tenant: &str, ws: &Workspace, versions: &Versions) -> bool {
+        let key = (tenant.to_string(), ws.metadata.name.clone());
+        self.entries
+            .lock()
+            .expect("lock")
+            .get(&key)
+            .is_some_and(|c| {
+                c.uid == ws.metadata.uid
+                    && c.generation == ws.metadata.generation
+                    && c.reads.iter().all(|(k, v)| versions.get(k).copied() == *v)
+            })
+    }
+
     fn inputs(
         &self,
         store: &Store,
@@ -227,11 +242,8 @@ impl InputsCache {
     ) -> (String, Option<(Reason, String)>) {
         let key = (tenant.to_string(), ws.metadata.name.clone());
         let now = |k: &(Kind, String)| versions.get(k).copied();
-        if let Some(c) = self.entries.lock().expect("lock").get(&key) {
-            if c.uid == ws.metadata.uid
-                && c.generation == ws.metadata.generation
-                && c.reads.iter().all(|(k, v)| now(k) == *v)
-            {
+        if self.is_current(tenant, ws, versions) {
+            if let Some(c) = self.entries.lock().expect("lock").get(&key) {
                 return c.answer.clone();
             }
         }
@@ -303,6 +315,8 @@ pub struct Observed {
     pub facts: Facts,
     /// `status.dependencies`.
     pub dependencies: Vec<DependencyStatus>,
+    /// The id of the last ended run read.
+    pub last_run: Option<String>,
 }
 
 /// Observe a workspace.
@@ -436,5 +450,6 @@ pub fn observe(
     Observed {
         facts,
         dependencies,
+        last_run: last.map(|r| r.id),
     }
 }

@@ -8,6 +8,7 @@ pub(crate) mod facts;
 mod finalize;
 pub(crate) mod inputs;
 pub mod jobspec;
+pub mod memo;
 mod policy;
 mod prepare;
 mod record;
@@ -55,6 +56,8 @@ pub struct Platform {
     pub inputs_cache: facts::InputsCache,
     /// The workspaces of each tenant as the last pass read them: an idle pass decodes none.
     pub snapshots: snapshots::Snapshots,
+    /// What the last passes decided, and on what: an idle pass decides nothing again.
+    pub memory: Mutex<memo::Memory>,
 }
 
 /// Counters of the platform.
@@ -126,6 +129,7 @@ impl Platform {
             policy: sng_policy::Sandbox::this_binary(),
             inputs_cache: Default::default(),
             snapshots: Default::default(),
+            memory: Default::default(),
         }
     }
 

@@ -13,9 +13,9 @@ use super::Snapshot;
 /// Past this share of changed workspaces, the whole tenant is read again in one query.
 const RELOAD_SHARE: usize = 8;
 
-/// The last snapshot of each tenant.
+/// The last snapshot of each tenant, and the versions it was taken at.
 #[derive(Default)]
-pub struct Snapshots(Mutex<HashMap<String, Arc<Snapshot>>>);
+pub struct Snapshots(Mutex<HashMap<String, (Arc<Versions>, Arc<Snapshot>)>>);
 
 /// What to do with the kept workspaces of a tenant, given the versions read now (pure).
 #[derive(Debug, PartialEq, Eq)]
@@ -59,24 +59,31 @@ pub fn plan(kept: Option<&BTreeMap<String, Option<String>>>, versions: &Versions
 }
 
 impl Snapshots {
-    /// The snapshot of `tenant` as of `versions`, reading only what changed since the last one.
+    /// The snapshot of `tenant` as of `versions`, reading only what changed since the last one,
+    /// and whether it is another one than the last (the same versions: the same snapshot,
+    /// nothing compared).
     pub fn load(
         &self,
         store: &Store,
         tenant: &str,
-        versions: &Versions,
-    ) -> Result<Arc<Snapshot>, StoreError> {
+        versions: &Arc<Versions>,
+    ) -> Result<(Arc<Snapshot>, bool), StoreError> {
         let mut all = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        let kept = all.remove(tenant);
+        if let Some((at, snap)) = all.get(tenant) {
+            if Arc::ptr_eq(at, versions) {
+                return Ok((snap.clone(), false));
+            }
+        }
+        let kept = all.remove(tenant).map(|(_, snap)| snap);
         let seen = kept.as_ref().map(|s| {
             s.workspaces
                 .iter()
                 .map(|(n, ws)| (n.clone(), ws.metadata.resource_version.clone()))
                 .collect::<BTreeMap<_, _>>()
         });
-        let snap = match (plan(seen.as_ref(), versions), kept) {
+        let (snap, changed) = match (plan(seen.as_ref(), versions), kept) {
             (Refresh::Patch { read, gone }, Some(kept)) if read.is_empty() && gone.is_empty() => {
-                kept
+                (kept, false)
             }
             (Refresh::Patch { read, gone }, Some(kept)) => {
                 // The last pass is over: the snapshot is this cache's alone, taken, not copied.
@@ -95,12 +102,12 @@ impl Snapshots {
                         }
                     }
                 }
-                Arc::new(Snapshot::of(workspaces))
+                (Arc::new(Snapshot::of(workspaces)), true)
             }
-            _ => Arc::new(Snapshot::load(store, tenant)?),
+            _ => (Arc::new(Snapshot::load(store, tenant)?), true),
         };
-        all.insert(tenant.to_string(), snap.clone());
-        Ok(snap)
+        all.insert(tenant.to_string(), (versions.clone(), snap.clone()));
+        Ok((snap, changed))
     }
 
     /// Forget the tenants not in `tenants` (deleted ones).

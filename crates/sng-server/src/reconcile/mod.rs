@@ -6,6 +6,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use sng_api::run::Reason;
 use sng_api::Kind;
 use sng_core::decide::{decide, Action, RunsQuota};
 use sng_store::Topic;
@@ -13,6 +14,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::platform::agent::enqueue;
 use crate::platform::facts::{observe, PassView};
+use crate::platform::memo::{self, Moved, Seen, Verdict};
 use crate::platform::status::observe_into_status;
 use crate::platform::{finalize, Platform};
 
@@ -28,22 +30,39 @@ impl Platform {
     }
 
     /// One pass over every workspace: write what is observed, start what is due, finalize
-    /// deletions. Returns the runs to start and the earliest time something is due again.
+    /// deletions. Returns the runs to start and the earliest time something is due again. A
+    /// workspace whose last decision depends on nothing that moved is not decided again
+    /// ([`memo`]).
     fn reconcile_once(&self) -> (Vec<String>, Option<i64>) {
         let now = unix_now();
         let mut due: Vec<String> = Vec::new();
         let mut next: Option<i64> = None;
-        let tenants = match self.store.list(Kind::Tenant, "") {
+        let mut soonest = |at: i64| next = Some(next.map_or(at, |n: i64| n.min(at)));
+        let mut memory = self.memory.lock().unwrap_or_else(|p| p.into_inner());
+        // The feed before the reads: a commit after them moves it for the next pass.
+        let feed = *self.store.subscribe().borrow();
+        let moved = Moved {
+            intent: feed.count(Topic::Intent) != memory.feed.count(Topic::Intent),
+            ended: feed.count(Topic::Ended) != memory.feed.count(Topic::Ended),
+        };
+        let read = self.store.revision().and_then(|rv| {
+            memory.at_revision(rv);
+            self.store.list(Kind::Tenant, "")
+        });
+        let tenants = match read {
             Ok(t) => t,
             Err(e) => {
                 tracing::error!(error = %e, "reconcile: cannot list tenants");
                 return (vec![], Some(now + 5));
             }
         };
+        memory.feed = feed;
         let names: Vec<String> = tenants.iter().map(|t| t.meta().name.clone()).collect();
         self.snapshots.retain(&names);
+        memory.retain(&names);
         for t in tenants {
             let tenant = t.meta().name.clone();
+            let tenant_version = t.meta().resource_version.clone();
             let quotas = match &t {
                 sng_api::Object::Tenant(t) => t.spec.quotas.clone().unwrap_or_default(),
                 _ => Default::default(),
@@ -55,14 +74,14 @@ impl Platform {
                 Some(_) => self.store.runs_since(&tenant, &hour_ago).unwrap_or(0),
                 None => 0,
             };
-            let versions = match self.store.object_versions(&tenant) {
+            let versions = match memory.versions(&tenant, || self.store.object_versions(&tenant)) {
                 Ok(v) => v,
                 Err(e) => {
                     tracing::error!(tenant, error = %e, "reconcile: cannot read object versions");
                     continue;
                 }
             };
-            let snap = match self.snapshots.load(&self.store, &tenant, &versions) {
+            let (snap, changed) = match self.snapshots.load(&self.store, &tenant, &versions) {
                 Ok(s) => s,
                 Err(e) => {
                     tracing::error!(tenant, error = %e, "reconcile: cannot list workspaces");
@@ -81,12 +100,35 @@ impl Platform {
                 cache: &self.inputs_cache,
                 versions: &versions,
             };
-            self.inputs_cache
-                .retain(&tenant, |n| snap.workspaces.contains_key(n));
+            let decided = memory.decided.entry(tenant.clone()).or_default();
+            if changed {
+                self.inputs_cache
+                    .retain(&tenant, |n| snap.workspaces.contains_key(n));
+                decided.retain(|n, _| snap.workspaces.contains_key(n));
+            }
             for (name, ws) in &snap.workspaces {
                 // A workspace with a run in progress has nothing to decide: skip the observation.
                 if open.contains(name) || ws.status.as_ref().is_some_and(|s| s.active_job.is_some())
                 {
+                    decided.remove(name);
+                    continue;
+                }
+                let fingerprint =
+                    memo::fingerprint(ws, &snap, &versions, tenant_version.as_deref());
+                let current = self.inputs_cache.is_current(&tenant, ws, &versions);
+                let seen = decided.get(name.as_str());
+                let stands = match memo::verdict(seen, fingerprint, current, now, moved) {
+                    Verdict::Same => true,
+                    Verdict::Decide => false,
+                    Verdict::CheckLastRun => {
+                        let last = self.store.last_ended_run(&tenant, name);
+                        last.ok().map(|r| r.map(|r| r.id)) == seen.map(|s| s.last_run.clone())
+                    }
+                };
+                if let Some(seen) = seen.filter(|_| stands) {
+                    if let Some(at) = seen.requeue_at {
+                        soonest(at);
+                    }
                     continue;
                 }
                 let observed = observe(&self.store, &tenant, &snap, ws, now, false, Some(&view));
@@ -97,22 +139,37 @@ impl Platform {
                     tenant: tenant.clone(),
                 });
                 let action = decide(&observed.facts);
-                match &action {
-                    Action::Run { .. } => runs_this_hour += 1,
-                    Action::Block(b) if b.reason == sng_api::run::Reason::QuotaExceeded => {
-                        let at = now + sng_core::decide::QUOTA_RECHECK;
-                        next = Some(next.map_or(at, |n| n.min(at)));
+                // What the decision stands on until something moves (a run or a deletion
+                // changes the workspace: it is decided again).
+                let requeue_at = match &action {
+                    Action::Idle { requeue_at } => Some(*requeue_at),
+                    Action::Block(b) if b.reason == Reason::QuotaExceeded => {
+                        Some(Some(now + sng_core::decide::QUOTA_RECHECK))
                     }
-                    _ => {}
+                    Action::Block(b) if b.reason == Reason::InputsUnavailable => None,
+                    Action::Block(_) => Some(None),
+                    Action::Run { .. } | Action::Finalize => None,
+                };
+                match requeue_at {
+                    Some(at) => {
+                        if let Some(at) = at {
+                            soonest(at);
+                        }
+                        let approval = observed.facts.awaiting.is_some();
+                        let seen =
+                            Seen::new(fingerprint, now, at, approval, observed.last_run.clone());
+                        decided.insert(name.clone(), seen);
+                    }
+                    None => {
+                        decided.remove(name);
+                    }
+                }
+                if let Action::Run { .. } = action {
+                    runs_this_hour += 1;
                 }
                 observe_into_status(&self.store, &tenant, ws, &observed, &action, now);
                 match action {
-                    Action::Idle { requeue_at } => {
-                        if let Some(at) = requeue_at {
-                            next = Some(next.map_or(at, |n| n.min(at)));
-                        }
-                    }
-                    Action::Block(_) => {}
+                    Action::Idle { .. } | Action::Block(_) => {}
                     Action::Run { operation, trigger } => {
                         match enqueue(&self.store, &tenant, ws, operation, trigger) {
                             Ok(Some(job)) => due.push(job.id),

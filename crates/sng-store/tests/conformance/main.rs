@@ -100,6 +100,7 @@ sqlite! {
         paging_objects_never_skips_nor_repeats,
         a_deletion_that_waits_marks_the_object_first,
         object_versions_follow_every_write,
+        the_revision_moves_with_every_object_write_and_only_then,
     }
     runs {
         a_run_round_trips_and_keeps_the_decisions_of_others,

@@ -216,3 +216,22 @@ pub fn object_versions_follow_every_write<S: Ports>(s: &S) {
     s.delete(Kind::Workspace, "default", "pet").unwrap();
     assert!(!s.object_versions("default").unwrap().contains_key(&key));
 }
+
+pub fn the_revision_moves_with_every_object_write_and_only_then<S: Ports>(s: &S) {
+    let start = s.revision().unwrap();
+    let (pet, _) = apply_one(s, "default", workspace("pet", "1", None));
+    let applied = s.revision().unwrap();
+    assert!(applied > start && applied >= rv(&pet));
+    // Reads, and writes of what is no object (a run), leave it alone.
+    s.object_versions("default").unwrap();
+    s.objects(Kind::Workspace, "default").unwrap();
+    s.put_run(&crate::run("default", "pet", "r-rev", "Succeeded"))
+        .unwrap();
+    assert_eq!(s.revision().unwrap(), applied);
+    s.update_status(Kind::Workspace, "default", "pet", None, &json!({}))
+        .unwrap();
+    let written = s.revision().unwrap();
+    assert!(written > applied);
+    s.delete(Kind::Workspace, "default", "pet").unwrap();
+    assert!(s.revision().unwrap() > written);
+}
