@@ -3,6 +3,7 @@
 use serde_json::json;
 use sng_api::{decode, Kind, Object};
 
+use crate::db::{params, ExecExt as _};
 use crate::{Actor, AuditEntry, Decision, Role, Store};
 
 fn ws(name: &str, tag: &str) -> Object {
@@ -188,9 +189,10 @@ fn tokens_of_the_old_id_form_keep_working() {
     let (info, value) = s.create_token(Some("default"), Role::Admin, "old").unwrap();
     let old = uuid::Uuid::new_v4().to_string();
     s.conn()
+        .unwrap()
         .execute(
             "UPDATE tokens SET id = ?1 WHERE id = ?2",
-            rusqlite::params![old, info.id],
+            params![old, info.id],
         )
         .unwrap();
     assert_eq!(s.authenticate(&value).unwrap().unwrap().token_id, old);
