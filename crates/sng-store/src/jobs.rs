@@ -431,7 +431,7 @@ fn claimable_pg(tx: &dyn Exec, allowed: Option<&str>) -> Result<Option<(String, 
         return Ok(None);
     };
     tx.execute(
-        "SELECT pg_advisory_xact_lock(?1, hashtext(?2))",
+        "SELECT pg_advisory_xact_lock(CAST(?1 AS INTEGER), hashtext(?2))",
         params![TENANT_CLAIMS, tenant],
     )?;
     let within: bool = tx.query_row(

@@ -22,6 +22,8 @@ mod ports;
 mod quarantine;
 mod runs;
 mod state;
+#[doc(hidden)]
+pub mod testing;
 mod tokens;
 mod versions;
 

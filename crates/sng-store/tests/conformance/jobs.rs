@@ -81,21 +81,29 @@ impl Fixture for Store {
     }
 }
 
-/// Each contract function against a fresh in-memory SQLite store.
-macro_rules! sqlite {
+/// Each contract function against a fresh store of each backend.
+macro_rules! on_both {
     ($($name:ident),* $(,)?) => {
         mod sqlite {
             $(
                 #[test]
                 fn $name() {
-                    super::$name(&sng_store::Store::open_in_memory().unwrap());
+                    crate::on_sqlite(|s| super::$name(s));
+                }
+            )*
+        }
+        mod postgres {
+            $(
+                #[test]
+                fn $name() {
+                    crate::on_postgres(|s| super::$name(s));
                 }
             )*
         }
     };
 }
 
-sqlite!(
+on_both!(
     a_job_is_enqueued_with_its_run_record_and_one_per_workspace,
     a_claim_leases_the_oldest_job_with_a_new_epoch,
     tenants_are_served_in_turn,
