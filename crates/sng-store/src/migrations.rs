@@ -86,3 +86,53 @@ pub(crate) fn migrate_pg(client: &mut postgres::Client) -> Result<Vec<&'static s
     tx.commit()?;
     Ok(applied)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Replicas starting at once on a fresh database: each migration is applied once, by one
+    /// of them; the others wait for the lock and find it done.
+    #[test]
+    fn postgres_migrations_are_applied_once_when_replicas_start_at_once() {
+        let Some(db) = crate::testing::TestDb::new() else {
+            return;
+        };
+        let applied: Vec<Vec<&str>> = std::thread::scope(|scope| {
+            let starting: Vec<_> = (0..8)
+                .map(|_| {
+                    scope.spawn(|| {
+                        let mut c = postgres::Client::connect(&db.url, postgres::NoTls).unwrap();
+                        migrate_pg(&mut c).unwrap()
+                    })
+                })
+                .collect();
+            starting.into_iter().map(|s| s.join().unwrap()).collect()
+        });
+        let all: Vec<&str> = applied.into_iter().flatten().collect();
+        let names: Vec<&str> = PG_MIGRATIONS.iter().map(|(n, _)| *n).collect();
+        assert_eq!(all, names, "each applied once, in order");
+        let mut c = postgres::Client::connect(&db.url, postgres::NoTls).unwrap();
+        let rows = c.query("SELECT name FROM schema_migrations", &[]).unwrap();
+        assert_eq!(rows.len(), names.len());
+        assert!(
+            migrate_pg(&mut c).unwrap().is_empty(),
+            "nothing left to apply"
+        );
+    }
+
+    /// The SQLite files are the released migrations, in order: a database migrates as before.
+    #[test]
+    fn sqlite_migrations_keep_their_order() {
+        assert_eq!(MIGRATIONS.len(), 12);
+        assert!(MIGRATIONS[0].contains("CREATE TABLE revision"));
+        assert!(MIGRATIONS[10].contains("CREATE TABLE jobs"));
+        assert!(MIGRATIONS[11].contains("CREATE TABLE run_logs"));
+        let mut c = Connection::open_in_memory().unwrap();
+        migrate(&mut c).unwrap();
+        let v: i64 = c
+            .pragma_query_value(None, "user_version", |r| r.get(0))
+            .unwrap();
+        assert_eq!(v, 12);
+    }
+}
