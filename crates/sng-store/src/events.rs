@@ -72,7 +72,11 @@ impl Store {
     /// `EVENT_TYPES` above all) is refused with `Invalid` and nothing is written; an
     /// `externalId` already used is a `Conflict`.
     pub fn emit(&self, event: &Event) -> Result<()> {
-        insert_event(&self.conn()?, event)?;
+        let mut conn = self.conn()?;
+        let tx = conn.transaction()?;
+        insert_event(&tx, event)?;
+        tx.commit()?;
+        drop(conn);
         self.changed(crate::Topic::Outbox, None);
         Ok(())
     }

@@ -22,13 +22,20 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/sqlite/0010_quarantine.sql"),
     include_str!("../migrations/sqlite/0011_jobs.sql"),
     include_str!("../migrations/sqlite/0012_run_logs.sql"),
+    include_str!("../migrations/sqlite/0013_delivery_leases.sql"),
 ];
 
 /// The PostgreSQL migrations, by name, in order. Never edit a released file: append.
-const PG_MIGRATIONS: &[(&str, &str)] = &[(
-    "0001_initial",
-    include_str!("../migrations/postgres/0001_initial.sql"),
-)];
+const PG_MIGRATIONS: &[(&str, &str)] = &[
+    (
+        "0001_initial",
+        include_str!("../migrations/postgres/0001_initial.sql"),
+    ),
+    (
+        "0002_delivery_leases",
+        include_str!("../migrations/postgres/0002_delivery_leases.sql"),
+    ),
+];
 
 /// The advisory lock held while PostgreSQL migrations are checked and applied.
 const PG_MIGRATION_LOCK: i64 = 0x736e_6700;
@@ -124,7 +131,7 @@ mod tests {
     /// The SQLite files are the released migrations, in order: a database migrates as before.
     #[test]
     fn sqlite_migrations_keep_their_order() {
-        assert_eq!(MIGRATIONS.len(), 12);
+        assert_eq!(MIGRATIONS.len(), 13);
         assert!(MIGRATIONS[0].contains("CREATE TABLE revision"));
         assert!(MIGRATIONS[10].contains("CREATE TABLE jobs"));
         assert!(MIGRATIONS[11].contains("CREATE TABLE run_logs"));
@@ -133,6 +140,6 @@ mod tests {
         let v: i64 = c
             .pragma_query_value(None, "user_version", |r| r.get(0))
             .unwrap();
-        assert_eq!(v, 12);
+        assert_eq!(v, 13);
     }
 }

@@ -115,8 +115,13 @@ impl Store {
     /// Record a new run (or replace its record). Decisions recorded meanwhile by others (an
     /// approval refused, a cancel) are kept: a run's decisions only grow.
     pub fn run_put(&self, run: &RunRecord) -> Result<()> {
-        let conn = self.conn()?;
-        let written = put_merged(&conn, run);
+        let mut conn = self.conn()?;
+        // A read of the stored record, then its write: one transaction (PostgreSQL: under the
+        // write lock, so a decision another process adds meanwhile is kept).
+        let written = conn.transaction().and_then(|tx| {
+            put_merged(&tx, run)?;
+            tx.commit()
+        });
         // Whether or not the write went through, the cached answer may be stale now.
         self.last_ended_cache()
             .remove(&(run.tenant.clone(), run.workspace.clone()));
@@ -249,13 +254,15 @@ impl Store {
 
     /// Append a decision to the record of a run (kept by later writes of the run).
     pub fn run_add_decision(&self, tenant: &str, run_id: &str, decision: &Decision) -> Result<()> {
-        let conn = self.conn()?;
-        let workspace: Option<String> = conn.query_opt(
+        let mut conn = self.conn()?;
+        let tx = conn.transaction()?;
+        let workspace: Option<String> = tx.query_opt(
             "SELECT workspace FROM runs WHERE tenant = ?1 AND id = ?2",
             params![tenant, run_id],
             |r| r.get(0),
         )?;
-        add_decision(&conn, tenant, run_id, decision)?;
+        add_decision(&tx, tenant, run_id, decision)?;
+        tx.commit()?;
         if let Some(w) = workspace {
             self.last_ended_cache().remove(&(tenant.to_string(), w));
         }

@@ -206,16 +206,18 @@ impl Store {
 
     /// Release the lock `id`. Releasing a lock that is not held is a no-op; another id gets the holder.
     pub fn state_unlock(&self, tenant: &str, ws: &str, id: &str) -> Result<Option<StateLock>> {
-        let conn = self.conn()?;
-        if let Some(held) = Self::current_lock(&conn, tenant, ws)? {
+        let mut conn = self.conn()?;
+        let tx = conn.transaction()?;
+        if let Some(held) = Self::current_lock(&tx, tenant, ws)? {
             if held.id != id {
                 return Ok(Some(held));
             }
-            conn.execute(
+            tx.execute(
                 "DELETE FROM state_locks WHERE tenant = ?1 AND workspace = ?2",
                 params![tenant, ws],
             )?;
         }
+        tx.commit()?;
         Ok(None)
     }
 

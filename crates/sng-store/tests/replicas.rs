@@ -1,6 +1,7 @@
 //! Several processes on one PostgreSQL database (replicas, here several stores in one test):
 //! they start at once and migrate once, a write through one wakes the followers of another
-//! (`LISTEN/NOTIFY`), the in-memory caches of one never hide the writes of another, and a
+//! (`LISTEN/NOTIFY`), the in-memory caches of one never hide the writes of another, a webhook
+//! delivery is attempted by one of them at a time (leased; SQLite's processes too), and a
 //! database out of reach is `Unavailable`.
 
 use std::time::Duration;
@@ -201,4 +202,80 @@ fn a_store_outlives_its_connections_being_cut() {
     a.apply("default", vec![workspace("pet", "again")], false)
         .unwrap();
     assert!(woken(&mut intent, Duration::from_secs(1)));
+}
+
+/// A delivery of one event to one webhook, pending and due, in `s`: its id.
+fn pending_delivery(s: &Store) -> i64 {
+    let event = sng_store::Event::new(
+        "run.completed",
+        "default",
+        "pet",
+        Some("run-1"),
+        "c-1",
+        json!({}),
+    );
+    s.emit(&event).unwrap();
+    let seq = s.events_undispatched(10).unwrap()[0].seq;
+    s.event_dispatch(seq, &["hook".to_string()]).unwrap();
+    s.deliveries_heads().unwrap()[0].id
+}
+
+/// Lease one delivery from `stores`, one thread each, all at once: who got it.
+fn lease_at_once(stores: &[&Store], id: i64, now: i64) -> Vec<bool> {
+    std::thread::scope(|scope| {
+        let leasing: Vec<_> = stores
+            .iter()
+            .enumerate()
+            .map(|(n, s)| scope.spawn(move || s.delivery_lease(id, &format!("p{n}"), now, 30_000)))
+            .collect();
+        leasing
+            .into_iter()
+            .map(|l| l.join().unwrap().unwrap())
+            .collect()
+    })
+}
+
+/// One attempt at a time per delivery: of the processes leasing it at once one gets it; it is
+/// no head while leased; its outcome ends the lease; a lease that runs out frees it.
+fn a_delivery_is_attempted_by_one_process_at_a_time(a: &Store, b: &Store) {
+    let id = pending_delivery(a);
+    let now = sng_store::unix_millis();
+    let got = lease_at_once(&[a, b, a, b], id, now);
+    assert_eq!(got.iter().filter(|g| **g).count(), 1, "{got:?}");
+    assert!(
+        b.deliveries_heads().unwrap().is_empty(),
+        "leased: not a head"
+    );
+    // The holder fails and retries later: the lease ends with the attempt.
+    a.delivery_failed(id, "the receiver answered 500", Some(500), Some(now))
+        .unwrap();
+    assert_eq!(b.deliveries_heads().unwrap().len(), 1);
+    assert!(b.delivery_lease(id, "p1", now, 30_000).unwrap());
+    // p1 never records an outcome: its lease runs out, then another may attempt it.
+    assert!(!a.delivery_lease(id, "p0", now + 29_999, 30_000).unwrap());
+    assert!(a.delivery_lease(id, "p0", now + 30_000, 30_000).unwrap());
+    a.delivery_succeeded(id, 200).unwrap();
+    assert!(
+        !b.delivery_lease(id, "p1", now + 90_000, 30_000).unwrap(),
+        "delivered"
+    );
+}
+
+#[test]
+fn a_delivery_is_attempted_by_one_replica_at_a_time() {
+    let Some(db) = TestDb::new() else { return };
+    let key = Cipher::generate_key();
+    let a = db.store_with_key(&key).unwrap();
+    let b = db.store_with_key(&key).unwrap();
+    a_delivery_is_attempted_by_one_process_at_a_time(&a, &b);
+}
+
+#[test]
+fn a_delivery_is_attempted_by_one_sqlite_process_at_a_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("sng.db");
+    let key = Cipher::generate_key();
+    let a = Store::open(&path, &key).unwrap();
+    let b = Store::open(&path, &key).unwrap();
+    a_delivery_is_attempted_by_one_process_at_a_time(&a, &b);
 }

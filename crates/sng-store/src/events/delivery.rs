@@ -128,18 +128,41 @@ impl Store {
 
         let rows = conn.query_map(&format!(
             "SELECT {DELIVERY_COLUMNS} FROM webhook_deliveries d JOIN events e ON e.seq = d.event_seq
-             WHERE d.state = 'pending' AND d.event_seq = (
+             WHERE d.state = 'pending' AND (d.lease_until IS NULL OR d.lease_until <= ?1)
+               AND d.event_seq = (
                 SELECT MIN(x.event_seq) FROM webhook_deliveries x
                 WHERE x.state = 'pending' AND x.tenant = d.tenant AND x.webhook = d.webhook)
              ORDER BY d.next_attempt_at, d.id"
-        ), params![], read_delivery)?;
+        ), params![unix_millis()], read_delivery)?;
         Ok(rows)
+    }
+
+    /// Lease delivery `id` for one attempt by `holder`, from `now_ms` for `lease_ms`: `true`
+    /// when this holder may attempt it now, `false` when it is not pending or another holder's
+    /// lease runs (one attempt at a time per delivery, whatever the number of processes: the
+    /// check and the write are one statement, the row locked by it). The outcome of the
+    /// attempt ([`Store::delivery_succeeded`], [`Store::delivery_failed`],
+    /// [`Store::delivery_cancelled`]) ends the lease; a holder that never records one loses it
+    /// when it runs out. A leased delivery is not a head ([`Store::deliveries_heads`]) meanwhile.
+    pub fn delivery_lease(
+        &self,
+        id: i64,
+        holder: &str,
+        now_ms: i64,
+        lease_ms: i64,
+    ) -> Result<bool> {
+        let n = self.conn()?.execute(
+            "UPDATE webhook_deliveries SET lease_holder = ?2, lease_until = ?3
+              WHERE id = ?1 AND state = 'pending' AND (lease_until IS NULL OR lease_until <= ?4)",
+            params![id, holder, now_ms.saturating_add(lease_ms), now_ms],
+        )?;
+        Ok(n == 1)
     }
 
     /// The receiver answered 2xx.
     pub fn delivery_succeeded(&self, id: i64, status: u16) -> Result<()> {
         self.conn()?.execute(
-            "UPDATE webhook_deliveries SET state = 'delivered', attempts = attempts + 1, last_status = ?2, delivered_at = ?3
+            "UPDATE webhook_deliveries SET state = 'delivered', attempts = attempts + 1, lease_holder = NULL, lease_until = NULL, last_status = ?2, delivered_at = ?3
              WHERE id = ?1 AND state = 'pending'",
             params![id, status, now_millis()],
         )?;
@@ -166,7 +189,7 @@ impl Store {
         let dead = match retry_at {
             Some(at) => {
                 tx.execute(
-                    "UPDATE webhook_deliveries SET attempts = ?2, failures = failures + 1, last_error = ?3, last_status = ?4, next_attempt_at = ?5
+                    "UPDATE webhook_deliveries SET attempts = ?2, failures = failures + 1, last_error = ?3, last_status = ?4, next_attempt_at = ?5, lease_holder = NULL, lease_until = NULL
                      WHERE id = ?1",
                     params![id, attempts, error, status, at],
                 )?;
@@ -174,7 +197,7 @@ impl Store {
             }
             None => {
                 tx.execute(
-                    "UPDATE webhook_deliveries SET state = 'dead', attempts = ?2, failures = failures + 1, last_error = ?3, last_status = ?4
+                    "UPDATE webhook_deliveries SET state = 'dead', attempts = ?2, failures = failures + 1, last_error = ?3, last_status = ?4, lease_holder = NULL, lease_until = NULL
                      WHERE id = ?1",
                     params![id, attempts, error, status],
                 )?;
@@ -194,7 +217,7 @@ impl Store {
     /// The delivery will not be attempted (its webhook is gone or no longer wants the event).
     pub fn delivery_cancelled(&self, id: i64, reason: &str) -> Result<()> {
         self.conn()?.execute(
-            "UPDATE webhook_deliveries SET state = 'cancelled', last_error = ?2 WHERE id = ?1 AND state = 'pending'",
+            "UPDATE webhook_deliveries SET state = 'cancelled', last_error = ?2, lease_holder = NULL, lease_until = NULL WHERE id = ?1 AND state = 'pending'",
             params![id, reason],
         )?;
         Ok(())
@@ -261,7 +284,7 @@ impl Store {
             return Err(StoreError::not_found("dead letter", id));
         }
         tx.execute(
-            "UPDATE webhook_deliveries SET state = 'pending', attempts = 0, next_attempt_at = ?2 WHERE id = ?1",
+            "UPDATE webhook_deliveries SET state = 'pending', attempts = 0, next_attempt_at = ?2, lease_holder = NULL, lease_until = NULL WHERE id = ?1",
             params![delivery, unix_millis()],
         )?;
         tx.commit()?;
