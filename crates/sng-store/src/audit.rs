@@ -227,9 +227,10 @@ mod tests {
         }
     }
 
+    crate::testing::on_both! {
     #[test]
     fn entries_are_paged_newest_first_and_name_the_token() {
-        let store = Store::open_in_memory().unwrap();
+        let store = crate::testing::fresh();
         let (info, value) = store
             .create_token(Some("default"), Role::Operator, "ci-bot")
             .unwrap();
@@ -254,5 +255,6 @@ mod tests {
             .is_empty());
         let json = serde_json::to_string(&all).unwrap();
         assert!(!json.contains(&value), "never a token value");
+    }
     }
 }

@@ -41,77 +41,6 @@ fn dek_bytes(conn: &dyn Exec, master: &MasterKey, tenant: &str, v: i64) -> [u8; 
     unwrap_dek(master, tenant, v, &kek, &wrapped).unwrap()
 }
 
-#[test]
-fn previous_secret_values_are_kept_sealed_and_survive_a_key_rotation() {
-    let s = Store::init(Connection::open_in_memory().unwrap(), &[5u8; 32]).unwrap();
-    let values = |s: &Store| s.secret_previous_values("default", "s", "k").unwrap();
-    s.apply("default", vec![secret("s", "k", "OLD-v1-value")], false)
-        .unwrap();
-    assert!(values(&s).is_empty(), "nothing replaced yet");
-    s.apply("default", vec![secret("s", "k", "OLD-v2-value")], false)
-        .unwrap();
-    s.apply("default", vec![secret("s", "k", "cur-v3-value")], false)
-        .unwrap();
-    assert_eq!(values(&s), ["OLD-v2-value", "OLD-v1-value"]);
-    let raw: Vec<u8> = s
-        .conn()
-        .unwrap()
-        .query_row(
-            "SELECT previous FROM objects WHERE name = 's'",
-            params![],
-            |r| r.get(0),
-        )
-        .unwrap();
-    assert!(!raw.windows(6).any(|w| w == b"OLD-v1"), "sealed");
-    s.rotate_tenant_key("default").unwrap();
-    assert_eq!(values(&s), ["OLD-v2-value", "OLD-v1-value"]);
-    for i in 0..10 {
-        s.apply(
-            "default",
-            vec![secret("s", "k", &format!("value-{i}"))],
-            false,
-        )
-        .unwrap();
-    }
-    assert_eq!(values(&s).len(), crate::objects::PREVIOUS_VALUES_KEPT);
-    assert_eq!(values(&s)[0], "value-8");
-}
-
-#[test]
-fn tenants_have_different_data_keys() {
-    let key = [3u8; 32];
-    let s = Store::init(Connection::open_in_memory().unwrap(), &key).unwrap();
-    s.apply("default", vec![tenant("b")], false).unwrap();
-    s.apply("default", vec![secret("s", "k", "v-a")], false)
-        .unwrap();
-    s.apply("b", vec![secret("s", "k", "v-b")], false).unwrap();
-    let conn = s.conn().unwrap();
-    let master = MasterKey::new(&key);
-    let a = dek_bytes(&conn, &master, "default", 1);
-    let b = dek_bytes(&conn, &master, "b", 1);
-    assert_ne!(a, b);
-    assert_ne!(a, key);
-    // the sealed values of `default` do not open with the key of `b`, even with the AAD of `default`
-    let (uid, sealed): (String, Vec<u8>) = conn
-        .query_row(
-            "SELECT uid, sealed FROM objects WHERE tenant = 'default' AND kind = 'Secret' AND name = 's'", params![],
-            |r| Ok((r.get(0)?, r.get(1)?)),
-        )
-        .unwrap();
-    let aad = object_aad("default", Kind::Secret, "s", &uid);
-    assert!(Cipher::new(&b).open(&sealed, &aad).is_err());
-    assert!(Cipher::new(&a).open(&sealed, &aad).is_ok());
-    // the wrapped key of one tenant cannot pass for another's
-    let wrapped_a: Vec<u8> = conn
-        .query_row(
-            "SELECT wrapped FROM tenant_keys WHERE tenant = 'default'",
-            params![],
-            |r| r.get(0),
-        )
-        .unwrap();
-    assert!(unwrap_dek(&master, "b", 1, &master.id, &wrapped_a).is_err());
-}
-
 /// A store written by the previous scheme: state sealed by the master key itself, secrets
 /// in clear, at the schema version before the tenant keys.
 #[test]
@@ -225,4 +154,76 @@ fn rows_of_the_previous_scheme_are_read_and_upgraded() {
             "secret left in clear"
         );
     }
+}
+
+crate::testing::on_both! {
+#[test]
+fn previous_secret_values_are_kept_sealed_and_survive_a_key_rotation() {
+    let s = crate::testing::fresh_with_key(&[5u8; 32]);
+    let values = |s: &Store| s.secret_previous_values("default", "s", "k").unwrap();
+    s.apply("default", vec![secret("s", "k", "OLD-v1-value")], false)
+        .unwrap();
+    assert!(values(&s).is_empty(), "nothing replaced yet");
+    s.apply("default", vec![secret("s", "k", "OLD-v2-value")], false)
+        .unwrap();
+    s.apply("default", vec![secret("s", "k", "cur-v3-value")], false)
+        .unwrap();
+    assert_eq!(values(&s), ["OLD-v2-value", "OLD-v1-value"]);
+    let raw: Vec<u8> = s
+        .conn()
+        .unwrap()
+        .query_row(
+            "SELECT previous FROM objects WHERE name = 's'",
+            params![],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert!(!raw.windows(6).any(|w| w == b"OLD-v1"), "sealed");
+    s.rotate_tenant_key("default").unwrap();
+    assert_eq!(values(&s), ["OLD-v2-value", "OLD-v1-value"]);
+    for i in 0..10 {
+        s.apply(
+            "default",
+            vec![secret("s", "k", &format!("value-{i}"))],
+            false,
+        )
+        .unwrap();
+    }
+    assert_eq!(values(&s).len(), crate::objects::PREVIOUS_VALUES_KEPT);
+    assert_eq!(values(&s)[0], "value-8");
+}
+#[test]
+fn tenants_have_different_data_keys() {
+    let key = [3u8; 32];
+    let s = crate::testing::fresh_with_key(&key);
+    s.apply("default", vec![tenant("b")], false).unwrap();
+    s.apply("default", vec![secret("s", "k", "v-a")], false)
+        .unwrap();
+    s.apply("b", vec![secret("s", "k", "v-b")], false).unwrap();
+    let conn = s.conn().unwrap();
+    let master = MasterKey::new(&key);
+    let a = dek_bytes(&conn, &master, "default", 1);
+    let b = dek_bytes(&conn, &master, "b", 1);
+    assert_ne!(a, b);
+    assert_ne!(a, key);
+    // the sealed values of `default` do not open with the key of `b`, even with the AAD of `default`
+    let (uid, sealed): (String, Vec<u8>) = conn
+        .query_row(
+            "SELECT uid, sealed FROM objects WHERE tenant = 'default' AND kind = 'Secret' AND name = 's'", params![],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap();
+    let aad = object_aad("default", Kind::Secret, "s", &uid);
+    assert!(Cipher::new(&b).open(&sealed, &aad).is_err());
+    assert!(Cipher::new(&a).open(&sealed, &aad).is_ok());
+    // the wrapped key of one tenant cannot pass for another's
+    let wrapped_a: Vec<u8> = conn
+        .query_row(
+            "SELECT wrapped FROM tenant_keys WHERE tenant = 'default'",
+            params![],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert!(unwrap_dek(&master, "b", 1, &master.id, &wrapped_a).is_err());
+}
 }

@@ -147,9 +147,10 @@ mod tests {
     use super::*;
     use sng_api::run::RunRecord;
 
+    crate::testing::on_both! {
     #[test]
     fn only_the_holder_of_the_lease_appends_to_the_log_of_a_job() {
-        let store = Store::open_in_memory().unwrap();
+        let store = crate::testing::fresh();
         let run = RunRecord {
             id: "run-1".into(),
             tenant: "default".into(),
@@ -174,5 +175,6 @@ mod tests {
             store.run_log_read("default", "run-1", 0).unwrap().text,
             "one\ntwo\n"
         );
+    }
     }
 }

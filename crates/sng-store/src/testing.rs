@@ -32,6 +32,25 @@ impl TestDb {
     /// When `SNG_TEST_DATABASE` is unset (and the tests are not skipped), or the server does not
     /// answer.
     pub fn new() -> Option<TestDb> {
+        let admin = Self::server()?;
+        let name = format!("sng_t_{}", uuid::Uuid::new_v4().simple());
+        let mut client = postgres::Client::connect(&admin, postgres::NoTls)
+            .unwrap_or_else(|e| panic!("SNG_TEST_DATABASE `{admin}` does not answer: {e}"));
+        client
+            .batch_execute(&format!("CREATE DATABASE {name}"))
+            .unwrap_or_else(|e| panic!("cannot create the test database {name}: {e}"));
+        Some(TestDb {
+            url: with_database(&admin, &name),
+            admin,
+            name,
+        })
+    }
+
+    /// The URL of the server of the PostgreSQL tests, or `None` when they are skipped.
+    ///
+    /// # Panics
+    /// As [`TestDb::new`].
+    pub fn server() -> Option<String> {
         let Some(admin) = std::env::var("SNG_TEST_DATABASE")
             .ok()
             .filter(|u| !u.is_empty())
@@ -47,17 +66,7 @@ impl TestDb {
                  or SNG_TEST_NO_PG=1 to skip them"
             );
         };
-        let name = format!("sng_t_{}", uuid::Uuid::new_v4().simple());
-        let mut client = postgres::Client::connect(&admin, postgres::NoTls)
-            .unwrap_or_else(|e| panic!("SNG_TEST_DATABASE `{admin}` does not answer: {e}"));
-        client
-            .batch_execute(&format!("CREATE DATABASE {name}"))
-            .unwrap_or_else(|e| panic!("cannot create the test database {name}: {e}"));
-        Some(TestDb {
-            url: with_database(&admin, &name),
-            admin,
-            name,
-        })
+        Some(admin)
     }
 
     /// A store on this database with a random master key.
@@ -82,6 +91,73 @@ impl Drop for TestDb {
         }
     }
 }
+
+// The backend of the unit tests of this crate: each test written once in [`on_both!`] runs
+// on SQLite and on PostgreSQL; [`fresh`] gives it a store of the backend of its run.
+#[cfg(test)]
+thread_local! {
+    /// `None`: SQLite; `Some`: PostgreSQL, with the databases made so far (dropped at the end).
+    static PG: std::cell::RefCell<Option<Vec<TestDb>>> = const { std::cell::RefCell::new(None) };
+}
+
+/// A fresh store of the backend of this test, with a random master key.
+#[cfg(test)]
+pub(crate) fn fresh() -> Store {
+    fresh_with_key(&Cipher::generate_key())
+}
+
+/// A fresh store of the backend of this test (SQLite: in memory; PostgreSQL: on a database of
+/// its own), with master key `key`.
+#[cfg(test)]
+pub(crate) fn fresh_with_key(key: &[u8; 32]) -> Store {
+    PG.with(|pg| match &mut *pg.borrow_mut() {
+        None => Store::init(rusqlite::Connection::open_in_memory().unwrap(), key).unwrap(),
+        Some(dbs) => {
+            let db = TestDb::new().expect("on_postgres checked the server");
+            let s = db.store_with_key(key).unwrap();
+            dbs.push(db);
+            s
+        }
+    })
+}
+
+/// Run `test` with PostgreSQL stores from [`fresh`] (skipped, or failing, as [`TestDb::new`]).
+#[cfg(test)]
+pub(crate) fn on_postgres(test: impl FnOnce()) {
+    if TestDb::server().is_none() {
+        return;
+    }
+    PG.with(|pg| *pg.borrow_mut() = Some(Vec::new()));
+    struct Reset;
+    impl Drop for Reset {
+        fn drop(&mut self) {
+            let dbs = PG.with(|pg| pg.borrow_mut().take());
+            drop(dbs);
+        }
+    }
+    let _reset = Reset;
+    test();
+}
+
+/// Each test function (its `#[test]` included) in a module `sqlite` and a module `postgres`:
+/// the stores it takes from [`fresh`] are of that backend.
+#[cfg(test)]
+macro_rules! on_both {
+    ($($(#[$m:meta])* fn $name:ident() $body:block)*) => {
+        mod sqlite {
+            #[allow(unused_imports)]
+            use super::*;
+            $($(#[$m])* fn $name() $body)*
+        }
+        mod postgres {
+            #[allow(unused_imports)]
+            use super::*;
+            $($(#[$m])* fn $name() { $crate::testing::on_postgres(|| $body) })*
+        }
+    };
+}
+#[cfg(test)]
+pub(crate) use on_both;
 
 #[cfg(test)]
 mod tests {

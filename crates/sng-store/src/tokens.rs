@@ -249,9 +249,10 @@ mod tests {
     use super::*;
 
     fn store() -> Store {
-        Store::open_in_memory().unwrap()
+        crate::testing::fresh()
     }
 
+    crate::testing::on_both! {
     #[test]
     fn roles_are_ordered_and_parsed() {
         assert!(Role::Admin.allows(Role::Operator) && Role::Admin.allows(Role::Viewer));
@@ -271,7 +272,6 @@ mod tests {
         // an unknown stored word gets the least privilege
         assert_eq!(Role::from_stored("root"), Role::Viewer);
     }
-
     #[test]
     fn each_role_is_stored_and_authenticated() {
         let s = store();
@@ -301,7 +301,6 @@ mod tests {
         }
         assert_eq!(s.check_token("sng_nope").unwrap(), TokenCheck::Unknown);
     }
-
     #[test]
     fn expired_tokens_are_refused() {
         let s = store();
@@ -345,7 +344,6 @@ mod tests {
             Err(StoreError::Invalid(_))
         ));
     }
-
     #[test]
     fn revoked_tokens_are_refused_and_stay_listed() {
         let s = store();
@@ -380,7 +378,6 @@ mod tests {
         assert_eq!(s.get_token(Some("acme"), &info.id).unwrap(), Some(revoked));
         assert_eq!(s.get_token(Some("default"), &info.id).unwrap(), None);
     }
-
     #[test]
     fn tokens_written_before_migration_5_stay_valid() {
         // A row as written before expiry and revocation existed: both columns NULL.
@@ -397,5 +394,6 @@ mod tests {
         let listed = s.list_tokens(None).unwrap();
         assert_eq!(listed[0].expires_at, None);
         assert_eq!(listed[0].revoked_at, None);
+    }
     }
 }
