@@ -193,4 +193,34 @@ mod tests {
         );
         assert_eq!(redact("postgres://sng@db/sng"), "postgres://sng@db/sng");
     }
+
+    /// A connection cut under a store (the server restarted, a failover) is `Unavailable`
+    /// (the server answers 503), not a database error.
+    #[test]
+    fn a_lost_connection_is_unavailable() {
+        let Some(db) = crate::testing::TestDb::new() else {
+            return;
+        };
+        let mut c = postgres::Client::connect(&db.url, NoTls).unwrap();
+        let pid: i32 = c.query_one("SELECT pg_backend_pid()", &[]).unwrap().get(0);
+        let mut admin = postgres::Client::connect(&db.url, NoTls).unwrap();
+        admin
+            .execute("SELECT pg_terminate_backend($1)", &[&pid])
+            .unwrap();
+        let mut err = None;
+        for _ in 0..50 {
+            match c.query("SELECT 1", &[]) {
+                Err(e) => {
+                    err = Some(StoreError::from(e));
+                    break;
+                }
+                Ok(_) => std::thread::yield_now(),
+            }
+        }
+        let err = err.expect("the cut connection fails");
+        assert!(matches!(err, StoreError::Unavailable(_)), "{err:?}");
+        // and a statement on the closed client after that, too
+        let again = StoreError::from(c.query("SELECT 1", &[]).unwrap_err());
+        assert!(matches!(again, StoreError::Unavailable(_)), "{again:?}");
+    }
 }

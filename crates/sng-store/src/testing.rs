@@ -92,6 +92,15 @@ impl Drop for TestDb {
     }
 }
 
+/// Run `test` on a fresh in-memory SQLite store, then on a store on a fresh PostgreSQL database
+/// (skipped, or failing, as [`TestDb::new`]).
+pub fn on_sqlite_and_postgres(test: impl Fn(&Store)) {
+    test(&Store::open_in_memory().expect("an in-memory store"));
+    if let Some(db) = TestDb::new() {
+        test(&db.store());
+    }
+}
+
 // The backend of the unit tests of this crate: each test written once in [`on_both!`] runs
 // on SQLite and on PostgreSQL; [`fresh`] gives it a store of the backend of its run.
 #[cfg(test)]
