@@ -28,7 +28,9 @@ impl Store {
     /// holds it) writes nothing ([`StoreError::Conflict`]).
     pub fn job_log_append(&self, job: &str, epoch: i64, seq: u64, text: &str) -> Result<()> {
         let mut conn = self.conn()?;
-        let tx = conn.immediate()?;
+        // The job row locked by `held_job` orders the appends of one job (PostgreSQL: without
+        // the store's write lock, so the logs of many runs are written side by side).
+        let tx = conn.row_locking()?;
         let held = crate::jobs::held_job(&tx, job, epoch)?;
         append(&tx, &held.tenant, job, seq, text)?;
         tx.commit()?;

@@ -16,7 +16,10 @@ pub(crate) fn add_decision(
     decision: &Decision,
 ) -> Result<bool> {
     let rec: Option<String> = conn.query_opt(
-        "SELECT record FROM runs WHERE tenant = ?1 AND id = ?2",
+        &format!(
+            "SELECT record FROM runs WHERE tenant = ?1 AND id = ?2{}",
+            conn.for_update()
+        ),
         params![tenant, run_id],
         |r| r.get(0),
     )?;
@@ -82,7 +85,10 @@ const LAST_ENDED_MAX: usize = 100_000;
 /// meanwhile by others (an approval refused, a cancel) are kept — a run's decisions only grow.
 pub(crate) fn put_merged(conn: &dyn Exec, run: &RunRecord) -> Result<()> {
     let stored: Option<String> = conn.query_opt(
-        "SELECT record FROM runs WHERE tenant = ?1 AND id = ?2",
+        &format!(
+            "SELECT record FROM runs WHERE tenant = ?1 AND id = ?2{}",
+            conn.for_update()
+        ),
         params![run.tenant, run.id],
         |r| r.get(0),
     )?;

@@ -279,3 +279,17 @@ fn a_delivery_is_attempted_by_one_sqlite_process_at_a_time() {
     let b = Store::open(&path, &key).unwrap();
     a_delivery_is_attempted_by_one_process_at_a_time(&a, &b);
 }
+
+#[test]
+fn a_postgresql_url_is_taken_too_and_other_urls_are_refused() {
+    let Some(db) = TestDb::new() else { return };
+    let url = db.url.replacen("postgres://", "postgresql://", 1);
+    assert!(Store::is_postgres_url(&url));
+    let s = Store::connect(&url, &Cipher::generate_key()).unwrap();
+    assert!(s.get(Kind::Tenant, "", "default").unwrap().is_some());
+    let err = Store::connect("mysql://u:secret@h/db", &[0u8; 32])
+        .err()
+        .unwrap();
+    assert!(matches!(err, StoreError::Invalid(_)), "{err:?}");
+    assert!(!err.to_string().contains("secret"), "{err}");
+}
