@@ -190,7 +190,6 @@ impl Store {
     ) -> Result<(Vec<AuditEntry>, Option<i64>)> {
         let fetch = crate::paging::fetch_for(limit)?;
         let conn = self.conn()?;
-
         let rows = conn.query_map(
             "SELECT seq, entry FROM audit WHERE tenant = ?1 AND (?2 IS NULL OR workspace = ?2)
                AND (?3 IS NULL OR seq < ?3) ORDER BY seq DESC LIMIT ?4",

@@ -90,7 +90,6 @@ impl Store {
     ) -> Result<Vec<Event>> {
         let conn = self.conn()?;
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-
         let rows = conn.query_map(
             "SELECT body FROM events WHERE tenant = ?1 AND (?2 IS NULL OR workspace = ?2)
              ORDER BY seq DESC LIMIT ?3",
@@ -132,7 +131,6 @@ impl Store {
     ) -> Result<(Vec<Event>, Option<i64>)> {
         let fetch = crate::paging::fetch_for(limit)?;
         let conn = self.conn()?;
-
         let rows = conn.query_map(
             "SELECT seq, body FROM events WHERE tenant = ?1
                AND (?2 IS NULL OR workspace = ?2) AND (?3 IS NULL OR run_id = ?3)

@@ -322,7 +322,6 @@ impl Store {
     /// The workspaces of a tenant that have an open (queued or leased) job: one query per pass.
     pub fn job_open_workspaces(&self, tenant: &str) -> Result<std::collections::BTreeSet<String>> {
         let conn = self.conn()?;
-
         let rows = conn.query_map(
             "SELECT workspace FROM jobs WHERE tenant = ?1 AND state IN ('queued', 'leased')",
             params![tenant],

@@ -383,7 +383,6 @@ impl Store {
     /// The data keys of a tenant, oldest first (none until its first secret or state).
     pub fn tenant_keys(&self, tenant: &str) -> Result<Vec<TenantKey>> {
         let conn = self.conn()?;
-
         let rows = conn.query_map("SELECT version, kek_id, created_at FROM tenant_keys WHERE tenant = ?1 ORDER BY version", params![tenant], |r| {
             Ok(TenantKey {
                 version: r.get(0)?,

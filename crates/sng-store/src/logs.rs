@@ -72,7 +72,6 @@ impl Store {
     /// [`sng_core::ports::Runs::read_log`]).
     pub fn run_log_read(&self, tenant: &str, run: &str, offset: u64) -> Result<LogRead> {
         let conn = self.conn()?;
-
         let chunks = conn.query_map("SELECT start, text FROM run_logs WHERE tenant = ?1 AND run_id = ?2 AND start + bytes > ?3
              ORDER BY seq", params![tenant, run, to_i64(offset)], |r| {
                 Ok((r.get::<i64>(0)?, r.get::<String>(1)?))

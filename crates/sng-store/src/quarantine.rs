@@ -239,7 +239,6 @@ impl Store {
     ) -> Result<(Vec<QuarantineEntry>, Option<i64>)> {
         let fetch = crate::paging::fetch_for(limit)?;
         let conn = self.conn()?;
-
         let rows = conn.query_map(
             &format!(
             "SELECT {COLUMNS} FROM quarantine WHERE tenant = ?1 AND (?2 IS NULL OR workspace = ?2)

@@ -183,7 +183,6 @@ impl Store {
         let fetch = i64::try_from(limit).unwrap_or(i64::MAX).saturating_add(1);
         let (at, row) = before.unzip();
         let conn = self.conn()?;
-
         let mut rows = conn.query_map(
             "SELECT created_at, rowid, record FROM runs WHERE tenant = ?1 AND workspace = ?2
                AND phase != 'Queued' AND (?3 IS NULL OR (created_at, rowid) < (?3, ?4))
@@ -287,7 +286,6 @@ impl Store {
 
     fn runs_where(&self, clause: &str, p: crate::db::Params<'_>) -> Result<Vec<RunRecord>> {
         let conn = self.conn()?;
-
         let rows = conn.query_map(&format!("SELECT record FROM runs WHERE {clause}"), p, |r| {
             r.get::<String>(0)
         })?;

@@ -134,7 +134,6 @@ impl Store {
     /// Every version of a workspace's state, newest first.
     pub fn state_versions(&self, tenant: &str, ws: &str) -> Result<Vec<StateVersion>> {
         let conn = self.conn()?;
-
         let rows = conn.query_map("SELECT serial, lineage, md5, run_id, created_at FROM state_versions WHERE tenant = ?1 AND workspace = ?2 ORDER BY serial DESC", params![tenant, ws], |r| {
             Ok(StateVersion {
                 serial: r.get(0)?,

@@ -187,7 +187,6 @@ impl Store {
     /// Tokens of a tenant (or the platform's with `None`), without values, revoked ones included.
     pub fn list_tokens(&self, tenant: Option<&str>) -> Result<Vec<TokenInfo>> {
         let conn = self.conn()?;
-
         let rows = conn.query_map(&format!(
             "SELECT {INFO_COLUMNS} FROM tokens WHERE tenant IS NOT DISTINCT FROM ?1 ORDER BY created_at, id"
         ), params![tenant], read_info)?;

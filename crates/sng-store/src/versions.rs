@@ -16,7 +16,6 @@ impl Store {
     /// no sealed value opened.
     pub fn object_versions(&self, tenant: &str) -> Result<Versions> {
         let conn = self.conn()?;
-
         let rows = conn.query_map(
             "SELECT kind, name, resource_version FROM objects
               WHERE tenant = ?1 AND kind IN ('Secret', 'Provider', 'Workspace')",

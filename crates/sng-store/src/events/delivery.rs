@@ -75,7 +75,6 @@ impl Store {
     pub fn events_undispatched(&self, limit: usize) -> Result<Vec<OutboxEvent>> {
         let conn = self.conn()?;
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-
         let rows = conn.query_map(
             "SELECT seq, body FROM events WHERE dispatched = 0 ORDER BY seq LIMIT ?1",
             params![limit],
@@ -122,10 +121,11 @@ impl Store {
 
     /// The next delivery of each webhook: its pending delivery of the oldest event, due or not
     /// (`next_attempt_at` says when). A webhook gets its events in order of occurrence: an
-    /// event is not sent before the previous ones to that webhook are delivered or dead.
+    /// event is not sent before the previous ones to that webhook are delivered or dead. A head
+    /// leased for an attempt in progress ([`Store::delivery_lease`]) is left out until its
+    /// outcome, or until the lease runs out.
     pub fn deliveries_heads(&self) -> Result<Vec<Delivery>> {
         let conn = self.conn()?;
-
         let rows = conn.query_map(&format!(
             "SELECT {DELIVERY_COLUMNS} FROM webhook_deliveries d JOIN events e ON e.seq = d.event_seq
              WHERE d.state = 'pending' AND (d.lease_until IS NULL OR d.lease_until <= ?1)
@@ -226,7 +226,6 @@ impl Store {
     /// Dead letters of a tenant not replayed, newest first.
     pub fn dead_letters(&self, tenant: &str) -> Result<Vec<DeadLetter>> {
         let conn = self.conn()?;
-
         let rows = conn.query_map(
             "SELECT l.id, l.webhook, l.attempts, l.last_error, l.last_status, l.dead_at, e.body
              FROM dead_letters l JOIN events e ON e.seq = l.event_seq

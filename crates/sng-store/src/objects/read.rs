@@ -61,7 +61,6 @@ impl Store {
     pub fn list(&self, kind: Kind, tenant: &str) -> Result<Vec<Object>> {
         let conn = self.conn()?;
         let master = self.master();
-
         let rows = conn.query_map(
             &format!("SELECT {COLUMNS} FROM objects WHERE tenant = ?1 AND kind = ?2 ORDER BY name"),
             params![scope(kind, tenant), kind.as_str()],
@@ -105,19 +104,16 @@ impl Store {
         let conn = self.conn()?;
         let master = self.master();
         let mut rows = match after {
-            Some(after) => {
-                let rows = conn.query_map(&format!(
-                    "SELECT {COLUMNS} FROM objects WHERE tenant = ?1 AND kind = ?2 AND name > ?3 ORDER BY name LIMIT ?4"
-                ), params![scope(kind, tenant), kind.as_str(), after, fetch],
-                        read_row)?;
-                rows
-            }
-            None => {
-                let rows = conn.query_map(&format!(
-                    "SELECT {COLUMNS} FROM objects WHERE tenant = ?1 AND kind = ?2 ORDER BY name LIMIT ?3"
-                ), params![scope(kind, tenant), kind.as_str(), fetch], read_row)?;
-                rows
-            }
+            Some(after) => conn.query_map(
+                &format!("SELECT {COLUMNS} FROM objects WHERE tenant = ?1 AND kind = ?2 AND name > ?3 ORDER BY name LIMIT ?4"),
+                params![scope(kind, tenant), kind.as_str(), after, fetch],
+                read_row,
+            )?,
+            None => conn.query_map(
+                &format!("SELECT {COLUMNS} FROM objects WHERE tenant = ?1 AND kind = ?2 ORDER BY name LIMIT ?3"),
+                params![scope(kind, tenant), kind.as_str(), fetch],
+                read_row,
+            )?,
         };
         let more = rows.len() > limit;
         rows.truncate(limit);
@@ -137,7 +133,6 @@ impl Store {
     /// Number of objects per kind in a tenant (for listings of tenants).
     pub fn count(&self, tenant: &str) -> Result<BTreeMap<String, i64>> {
         let conn = self.conn()?;
-
         let rows = conn.query_map(
             "SELECT kind, COUNT(*) FROM objects WHERE tenant = ?1 GROUP BY kind",
             params![tenant],
