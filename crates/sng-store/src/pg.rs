@@ -2,6 +2,20 @@
 //! processes: every commit is told with `pg_notify('sng_changes', 'TOPIC REVISION INSTANCE')`
 //! right after it, and each store listens on its own connection (`LISTEN sng_changes`),
 //! bumping its local feed for the commits of the other stores.
+//!
+//! The library is `postgres`, rust-postgres's blocking client: the store's API stays
+//! synchronous as with rusqlite (its callers already run it in `spawn_blocking`), it is the
+//! most used PostgreSQL driver in Rust (sqlx and diesel would bring an async API or an ORM
+//! for SQL written by hand), it speaks LISTEN/NOTIFY, and `query_typed` sends typed parameters
+//! without a round trip to prepare. The pool is r2d2 (`r2d2_postgres`): a few connections per
+//! store, each checked when handed out, so a restarted server costs no failed request.
+//!
+//! Several processes on one database: every write transaction holds one advisory lock
+//! (`db::WRITE_LOCK`) as SQLite holds its write lock, so each read-modify-write of the store
+//! is as correct as with SQLite; the hot paths that must not wait for it rely on row locks
+//! instead: the job claim (`FOR UPDATE SKIP LOCKED`, and an advisory lock per tenant for its
+//! quota), heartbeats (one statement), the log appends of a job (its job row), the lease of a
+//! webhook delivery (one statement).
 
 use std::str::FromStr as _;
 use std::sync::{Arc, Weak};
