@@ -166,6 +166,9 @@ impl ApiError {
     }
 }
 
+/// What a 503 answer tells clients to wait before they retry (`Retry-After`, seconds).
+pub const RETRY_AFTER_SECS: u64 = 2;
+
 impl From<StoreError> for ApiError {
     fn from(e: StoreError) -> Self {
         match &e {
@@ -182,7 +185,7 @@ impl From<StoreError> for ApiError {
             StoreError::Unavailable(_) => ApiError::new(
                 StatusCode::SERVICE_UNAVAILABLE,
                 "ServiceUnavailable",
-                "the store is busy; retry in a moment",
+                "the store is busy or out of reach; retry in a moment",
             ),
             StoreError::Corrupt(_) | StoreError::Key(_) | StoreError::Db(_) => {
                 tracing::error!(error = ?e, "store error");
@@ -199,6 +202,18 @@ impl From<StoreError> for ApiError {
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let body = StatusBody::failure(self.code.as_u16(), self.reason, self.message, self.causes);
+        if self.code == StatusCode::SERVICE_UNAVAILABLE {
+            // The database is out of reach or busy: clients retry, they do not give up.
+            return (
+                self.code,
+                [(
+                    axum::http::header::RETRY_AFTER,
+                    RETRY_AFTER_SECS.to_string(),
+                )],
+                Json(body),
+            )
+                .into_response();
+        }
         (self.code, Json(body)).into_response()
     }
 }

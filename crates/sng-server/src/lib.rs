@@ -46,6 +46,34 @@ pub struct Config {
     pub run_timeout: std::time::Duration,
     /// `TF_LOG` level for the engine.
     pub engine_log: Option<String>,
+    /// A PostgreSQL URL (`--database`/`SNG_DATABASE`): the store lives there, shared by every
+    /// replica; else SQLite in the data directory.
+    pub database: Option<String>,
+    /// The master key (`--master-key-file`): the same file on every replica; else
+    /// `DATA_DIR/master.key`. Created (0600) when missing.
+    pub master_key_file: Option<PathBuf>,
+}
+
+impl Config {
+    /// Where the store is: a PostgreSQL URL or the data directory.
+    pub fn store_location(&self) -> StoreLocation<'_> {
+        StoreLocation {
+            data_dir: &self.data_dir,
+            database: self.database.as_deref(),
+            master_key_file: self.master_key_file.as_deref(),
+        }
+    }
+}
+
+/// Where the store and its master key are.
+#[derive(Debug, Clone, Copy)]
+pub struct StoreLocation<'a> {
+    /// The data directory (the SQLite file, the admin token written on first start).
+    pub data_dir: &'a Path,
+    /// A PostgreSQL URL, when the store is there.
+    pub database: Option<&'a str>,
+    /// The master key file, when not `DATA_DIR/master.key`.
+    pub master_key_file: Option<&'a Path>,
 }
 
 /// What can stop the server from starting.
@@ -66,6 +94,9 @@ pub enum ServerError {
     /// The master key cannot be used or rotated now.
     #[error("{0}")]
     MasterKey(String),
+    /// The database setting cannot be used.
+    #[error("{0}")]
+    Database(String),
     /// The listen address could not be bound.
     #[error("cannot listen on `{addr}`")]
     Listen {
@@ -86,13 +117,36 @@ fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> ServerError + '_ {
 
 /// Open the store in `data_dir` and, on first start, write the admin token to `admin.token` (0600).
 pub fn open_store(data_dir: &Path) -> Result<Store, ServerError> {
+    open_store_at(StoreLocation {
+        data_dir,
+        database: None,
+        master_key_file: None,
+    })
+}
+
+/// Open the store where `at` says (SQLite in the data directory, or PostgreSQL) and, on the
+/// first start of the store, write the admin token to `DATA_DIR/admin.token` (0600).
+pub fn open_store_at(at: StoreLocation<'_>) -> Result<Store, ServerError> {
+    let data_dir = at.data_dir;
     std::fs::DirBuilder::new()
         .recursive(true)
         .mode(0o700)
         .create(data_dir)
         .map_err(io_err(data_dir))?;
-    let key = master_key(data_dir)?;
-    let store = Store::open(&data_dir.join("sng.db"), &key)?;
+    let key_path = at
+        .master_key_file
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| data_dir.join("master.key"));
+    let key = master_key(&key_path)?;
+    let store = match at.database {
+        Some(url) if Store::is_postgres_url(url) => Store::connect(url, &key)?,
+        Some(_) => {
+            return Err(ServerError::Database(
+                "--database: expected a PostgreSQL URL, postgres://USER@HOST:PORT/DB".into(),
+            ))
+        }
+        None => Store::open(&data_dir.join("sng.db"), &key)?,
+    };
     if !store.has_admin_token()? {
         let (_, token) = store.create_token(None, Role::Admin, "platform admin (first start)")?;
         let path = data_dir.join("admin.token");
@@ -155,12 +209,12 @@ pub fn import_log_files(store: &Store, logs_dir: &Path) -> usize {
     copied
 }
 
-/// The master key: `DATA_DIR/master.key` (0600), created on first start. It wraps the data key
-/// of each tenant (which seal state bodies and secret values); `sng server rotate-master-key`
-/// replaces it.
-fn master_key(data_dir: &Path) -> Result<[u8; 32], ServerError> {
+/// The master key at `path` (`DATA_DIR/master.key` or `--master-key-file`, 0600), created on
+/// first start. It wraps the data key of each tenant (which seal state bodies and secret
+/// values); `sng server rotate-master-key` replaces it.
+fn master_key(path: &Path) -> Result<[u8; 32], ServerError> {
     use std::io::Read as _;
-    let path = data_dir.join("master.key");
+    let path = path.to_path_buf();
     match std::fs::File::open(&path) {
         Ok(mut f) => {
             let mut key = [0u8; 32];
@@ -169,7 +223,7 @@ fn master_key(data_dir: &Path) -> Result<[u8; 32], ServerError> {
         }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             let key = sng_store::Cipher::generate_key();
-            let tmp = data_dir.join("master.key.tmp");
+            let tmp = path.with_extension("key.tmp");
             let mut file = std::fs::OpenOptions::new()
                 .write(true)
                 .create(true)
@@ -190,7 +244,7 @@ fn master_key(data_dir: &Path) -> Result<[u8; 32], ServerError> {
 pub async fn run(config: Config) -> Result<(), ServerError> {
     // Shared with other servers; `sng server rotate-master-key` needs it alone.
     let _data_dir_lock = keys::lock_data_dir(&config.data_dir, false)?;
-    let store = Arc::new(open_store(&config.data_dir)?);
+    let store = Arc::new(open_store_at(config.store_location())?);
     import_log_files(&store, &config.data_dir.join("logs"));
     let listener = tokio::net::TcpListener::bind(&config.listen)
         .await

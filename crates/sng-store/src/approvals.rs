@@ -2,7 +2,7 @@
 //! approval), each taken in one transaction with the facts it is judged on
 //! ([`sng_core::approval::judge`]), and recorded in the run record of the plan either way.
 
-use rusqlite::{params, OptionalExtension};
+use crate::db::{params, Exec, ExecExt as _};
 use sng_api::workspace::WorkspaceStatus;
 use sng_api::Kind;
 use sng_core::approval::{judge, pending_of, Approval, Facts, Verdict};
@@ -68,17 +68,16 @@ fn run_ref(r: &crate::RunRecord) -> RunRef {
 
 /// Generation, status and deletion time of a workspace, in a transaction.
 pub(crate) fn workspace_row(
-    conn: &rusqlite::Connection,
+    conn: &dyn Exec,
     tenant: &str,
     name: &str,
 ) -> Result<Option<(i64, WorkspaceStatus, Option<String>)>> {
     let row: Option<(i64, Option<String>, Option<String>)> = conn
-        .query_row(
+        .query_opt(
             "SELECT generation, status, deleted_at FROM objects WHERE tenant = ?1 AND kind = ?2 AND name = ?3",
             params![tenant, Kind::Workspace.as_str(), name],
             |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
-        )
-        .optional()?;
+        )?;
     row.map(|(generation, status, deleted)| {
         let status = status
             .as_deref()
@@ -91,31 +90,25 @@ pub(crate) fn workspace_row(
     .transpose()
 }
 
-fn approval_row(
-    conn: &rusqlite::Connection,
-    tenant: &str,
-    workspace: &str,
-) -> Result<Option<Approval>> {
-    Ok(conn
-        .query_row(
-            "SELECT plan_id, who, at FROM approvals WHERE tenant = ?1 AND workspace = ?2",
-            params![tenant, workspace],
-            |r| {
-                Ok(Approval {
-                    plan_id: r.get(0)?,
-                    by: r.get(1)?,
-                    at: r.get(2)?,
-                })
-            },
-        )
-        .optional()?)
+fn approval_row(conn: &dyn Exec, tenant: &str, workspace: &str) -> Result<Option<Approval>> {
+    conn.query_opt(
+        "SELECT plan_id, who, at FROM approvals WHERE tenant = ?1 AND workspace = ?2",
+        params![tenant, workspace],
+        |r| {
+            Ok(Approval {
+                plan_id: r.get(0)?,
+                by: r.get(1)?,
+                at: r.get(2)?,
+            })
+        },
+    )
 }
 
 /// Supersede the plan awaiting approval of a workspace, and its approval, inside a
 /// transaction: the approval is removed (unless a run is applying it, for a new spec: the spec
 /// runs next) and a `superseded` decision goes into the plan's run record once.
 pub(crate) fn supersede_tx(
-    conn: &rusqlite::Connection,
+    conn: &dyn Exec,
     tenant: &str,
     workspace: &str,
     status: &WorkspaceStatus,
@@ -263,7 +256,7 @@ impl Store {
         cancelling: bool,
     ) -> Result<ApprovalDecision> {
         let who = &format!("token:{}", by.token_id);
-        let mut conn = self.conn();
+        let mut conn = self.conn()?;
         let tx = conn.transaction()?;
         let (generation, status, deleting) = workspace_row(&tx, tenant, workspace)?
             .ok_or_else(|| StoreError::not_found("Workspace", workspace))?;
@@ -369,7 +362,7 @@ impl Store {
         generation: i64,
         run_id: &str,
     ) -> Result<Option<(String, String, String)>> {
-        let mut conn = self.conn();
+        let mut conn = self.conn()?;
         let tx = conn.transaction()?;
         let Some((current, mut status, deleting)) = workspace_row(&tx, tenant, workspace)? else {
             return Ok(None);
@@ -413,7 +406,7 @@ impl Store {
         status: &WorkspaceStatus,
         cause: Cause,
     ) -> Result<Option<Superseded>> {
-        let mut conn = self.conn();
+        let mut conn = self.conn()?;
         let tx = conn.transaction()?;
         let s = supersede_tx(&tx, tenant, workspace, status, cause)?;
         tx.commit()?;
@@ -429,12 +422,12 @@ impl Store {
         tenant: &str,
         workspace: &str,
     ) -> Result<Option<(String, String, String)>> {
-        Ok(approval_row(&self.conn(), tenant, workspace)?.map(|a| (a.plan_id, a.by, a.at)))
+        Ok(approval_row(&self.conn()?, tenant, workspace)?.map(|a| (a.plan_id, a.by, a.at)))
     }
 
     /// Consume the approval of a workspace.
     pub fn approval_clear(&self, tenant: &str, workspace: &str) -> Result<()> {
-        self.conn().execute(
+        self.conn()?.execute(
             "DELETE FROM approvals WHERE tenant = ?1 AND workspace = ?2",
             params![tenant, workspace],
         )?;

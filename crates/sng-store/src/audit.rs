@@ -3,7 +3,7 @@
 //! produced. Entries outlive what they are about (a deleted workspace keeps its trail) and
 //! never hold a secret value nor a token value.
 
-use rusqlite::{params, Connection, OptionalExtension};
+use crate::db::{params, Exec, ExecExt as _};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
@@ -55,14 +55,13 @@ pub(crate) struct Written<'a> {
 }
 
 /// The description of a token, read inside a transaction (empty when unknown).
-pub(crate) fn token_description(conn: &Connection, token_id: &str) -> Result<String> {
+pub(crate) fn token_description(conn: &dyn Exec, token_id: &str) -> Result<String> {
     Ok(conn
-        .query_row(
+        .query_opt(
             "SELECT description FROM tokens WHERE id = ?1",
             params![token_id],
             |r| r.get(0),
-        )
-        .optional()?
+        )?
         .unwrap_or_default())
 }
 
@@ -71,7 +70,7 @@ pub fn by_value(token_id: &str, description: &str) -> Value {
     json!({"tokenId": token_id, "description": description})
 }
 
-fn insert_entry(conn: &Connection, entry: &AuditEntry) -> Result<()> {
+fn insert_entry(conn: &dyn Exec, entry: &AuditEntry) -> Result<()> {
     let workspace = (entry.kind == "Workspace").then_some(entry.name.as_str());
     conn.execute(
         "INSERT INTO audit (tenant, workspace, at, entry) VALUES (?1, ?2, ?3, ?4)",
@@ -104,7 +103,7 @@ fn event_type(action: &str, outcome: &str) -> Option<&'static str> {
 /// now, the time), and for a workspace the event of the write with `by` (`extra` adds fields to
 /// its data). Returns the entry.
 pub(crate) fn insert_audit(
-    conn: &Connection,
+    conn: &dyn Exec,
     by: &Actor,
     w: Written<'_>,
     extra: Value,
@@ -159,7 +158,7 @@ impl Store {
     /// write methods that take an [`Actor`]); `token_description` is filled from the token
     /// when empty.
     pub fn audit_record(&self, entry: &AuditEntry) -> Result<()> {
-        let conn = self.conn();
+        let conn = self.conn()?;
         let mut entry = entry.clone();
         if entry.token_description.is_empty() {
             entry.token_description = token_description(&conn, &entry.token_id)?;
@@ -172,14 +171,11 @@ impl Store {
 
     /// The description of a token of any tenant (`None` when unknown).
     pub fn token_description(&self, token_id: &str) -> Result<Option<String>> {
-        Ok(self
-            .conn()
-            .query_row(
-                "SELECT description FROM tokens WHERE id = ?1",
-                params![token_id],
-                |r| r.get(0),
-            )
-            .optional()?)
+        self.conn()?.query_opt(
+            "SELECT description FROM tokens WHERE id = ?1",
+            params![token_id],
+            |r| r.get(0),
+        )
     }
 
     /// One page of the audit trail of a tenant (of one workspace), newest first: at most
@@ -193,16 +189,13 @@ impl Store {
         before: Option<i64>,
     ) -> Result<(Vec<AuditEntry>, Option<i64>)> {
         let fetch = crate::paging::fetch_for(limit)?;
-        let conn = self.conn();
-        let mut stmt = conn.prepare_cached(
+        let conn = self.conn()?;
+        let rows = conn.query_map(
             "SELECT seq, entry FROM audit WHERE tenant = ?1 AND (?2 IS NULL OR workspace = ?2)
                AND (?3 IS NULL OR seq < ?3) ORDER BY seq DESC LIMIT ?4",
+            params![tenant, workspace, before, fetch],
+            |r| Ok((r.get::<i64>(0)?, r.get::<String>(1)?)),
         )?;
-        let rows = stmt
-            .query_map(params![tenant, workspace, before, fetch], |r| {
-                Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?))
-            })?
-            .collect::<rusqlite::Result<Vec<_>>>()?;
         let (rows, next) = crate::paging::cut(rows, limit);
         let entries = rows
             .iter()
@@ -233,9 +226,10 @@ mod tests {
         }
     }
 
+    crate::testing::on_both! {
     #[test]
     fn entries_are_paged_newest_first_and_name_the_token() {
-        let store = Store::open_in_memory().unwrap();
+        let store = crate::testing::fresh();
         let (info, value) = store
             .create_token(Some("default"), Role::Operator, "ci-bot")
             .unwrap();
@@ -260,5 +254,6 @@ mod tests {
             .is_empty());
         let json = serde_json::to_string(&all).unwrap();
         assert!(!json.contains(&value), "never a token value");
+    }
     }
 }

@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use rusqlite::{params, OptionalExtension as _};
+use crate::db::{params, Exec, ExecExt as _};
 use serde_json::Value;
 use sng_api::{Kind, Object};
 
@@ -16,7 +16,7 @@ use crate::{TenantKeyRotation, TokenInfo};
 
 /// The audit entry (and event) of a deletion asked for that waits (outcome `deleting`).
 pub(crate) fn deletion_asked(
-    tx: &rusqlite::Transaction<'_>,
+    tx: &dyn Exec,
     kind: Kind,
     tenant: &str,
     name: &str,
@@ -117,7 +117,7 @@ impl Store {
         decision: &Decision,
         by: &Actor,
     ) -> Result<Option<String>> {
-        let mut conn = self.conn();
+        let mut conn = self.conn()?;
         let tx = conn.transaction()?;
         let (generation, status, _) = crate::approvals::workspace_row(&tx, tenant, workspace)?
             .ok_or_else(|| StoreError::not_found("Workspace", workspace))?;
@@ -125,12 +125,11 @@ impl Store {
         let job: Option<String> = match &status.active_job {
             Some(id) => Some(id.clone()),
             None => tx
-                .query_row(
+                .query_opt(
                     "SELECT id FROM jobs WHERE tenant = ?1 AND workspace = ?2 ORDER BY seq DESC LIMIT 1",
                     params![tenant, workspace],
                     |r| r.get(0),
-                )
-                .optional()?,
+                )?,
         };
         let run = match &job {
             Some(id) => run_in(&tx, tenant, id)?,

@@ -3,6 +3,7 @@
 use serde_json::json;
 use sng_api::{decode, Kind, Object};
 
+use crate::db::{params, ExecExt as _};
 use crate::{Actor, AuditEntry, Decision, Role, Store};
 
 fn ws(name: &str, tag: &str) -> Object {
@@ -17,7 +18,7 @@ fn ws(name: &str, tag: &str) -> Object {
 
 /// A store and the id of an operator token described `ci-bot`.
 fn store() -> (Store, String) {
-    let s = Store::open_in_memory().unwrap();
+    let s = crate::testing::fresh();
     let (info, _) = s
         .create_token(Some("default"), Role::Operator, "ci-bot")
         .unwrap();
@@ -28,6 +29,7 @@ fn trail(s: &Store) -> Vec<AuditEntry> {
     s.audit_page("default", None, 100, None).unwrap().0
 }
 
+crate::testing::on_both! {
 #[test]
 fn a_failed_write_leaves_no_entry_and_a_written_one_exactly_one_per_object() {
     let (s, id) = store();
@@ -78,7 +80,6 @@ fn a_failed_write_leaves_no_entry_and_a_written_one_exactly_one_per_object() {
     assert_eq!(events[0].data["generation"], 2);
     assert_eq!(events[0].data["outcome"], "configured");
 }
-
 #[test]
 fn deletions_name_the_principal_in_the_trail_and_the_events() {
     let (s, id) = store();
@@ -116,7 +117,6 @@ fn deletions_name_the_principal_in_the_trail_and_the_events() {
         .collect();
     assert_eq!(types, ["workspace.deleted", "workspace.deletion_requested"]);
 }
-
 #[test]
 fn approvals_refused_cancels_tokens_and_keys_are_recorded() {
     let (s, id) = store();
@@ -181,16 +181,16 @@ fn approvals_refused_cancels_tokens_and_keys_are_recorded() {
     let text = serde_json::to_string(&trail(&s)).unwrap();
     assert!(!text.contains(&value), "never a token value");
 }
-
 #[test]
 fn tokens_of_the_old_id_form_keep_working() {
     let (s, _) = store();
     let (info, value) = s.create_token(Some("default"), Role::Admin, "old").unwrap();
     let old = uuid::Uuid::new_v4().to_string();
     s.conn()
+        .unwrap()
         .execute(
             "UPDATE tokens SET id = ?1 WHERE id = ?2",
-            rusqlite::params![old, info.id],
+            params![old, info.id],
         )
         .unwrap();
     assert_eq!(s.authenticate(&value).unwrap().unwrap().token_id, old);
@@ -204,7 +204,6 @@ fn tokens_of_the_old_id_form_keep_working() {
     assert!(revoked.revoked_at.is_some());
     assert_eq!(trail(&s)[0].token_description, "old");
 }
-
 #[test]
 fn refreshes_and_rollbacks_are_recorded_with_their_events() {
     let (s, id) = store();
@@ -243,4 +242,5 @@ fn refreshes_and_rollbacks_are_recorded_with_their_events() {
     );
     assert_eq!(events[0].data["detail"], "restores run r-1");
     assert_eq!(events[1].data["by"]["tokenId"], json!(id));
+}
 }

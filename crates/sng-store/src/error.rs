@@ -20,8 +20,9 @@ pub enum StoreError {
     /// A quota of the tenant would be exceeded.
     #[error("{0}")]
     QuotaExceeded(String),
-    /// The database is busy or locked: try again.
-    #[error("the store is busy, try again")]
+    /// The database is busy or locked, or cannot be reached (its connection is lost): try
+    /// again.
+    #[error("the store is busy or unreachable, try again")]
     Unavailable(#[source] Cause),
     /// The master key does not open the stored data keys (wrong `master.key`), or a data key
     /// does not open what it should.
@@ -47,6 +48,47 @@ impl From<rusqlite::Error> for StoreError {
             }
             _ => StoreError::Db(Box::new(e)),
         }
+    }
+}
+
+impl From<postgres::Error> for StoreError {
+    fn from(e: postgres::Error) -> Self {
+        use postgres::error::SqlState;
+        let retry = match e.code() {
+            // Connection exceptions (class 08), the server going away or refusing more
+            // connections, and the conflicts of concurrent transactions: try again.
+            Some(c) => {
+                c.code().starts_with("08")
+                    || [
+                        SqlState::ADMIN_SHUTDOWN,
+                        SqlState::CRASH_SHUTDOWN,
+                        SqlState::CANNOT_CONNECT_NOW,
+                        SqlState::TOO_MANY_CONNECTIONS,
+                        SqlState::T_R_SERIALIZATION_FAILURE,
+                        SqlState::T_R_DEADLOCK_DETECTED,
+                        SqlState::LOCK_NOT_AVAILABLE,
+                    ]
+                    .contains(c)
+            }
+            // No answer of the server: the connection is closed, or its socket failed.
+            None => {
+                e.is_closed()
+                    || std::error::Error::source(&e)
+                        .is_some_and(|s| s.downcast_ref::<std::io::Error>().is_some())
+            }
+        };
+        if retry {
+            StoreError::Unavailable(Box::new(e))
+        } else {
+            StoreError::Db(Box::new(e))
+        }
+    }
+}
+
+impl From<r2d2::Error> for StoreError {
+    /// No connection of the pool could be had in time: the database is unreachable or busy.
+    fn from(e: r2d2::Error) -> Self {
+        StoreError::Unavailable(Box::new(e))
     }
 }
 

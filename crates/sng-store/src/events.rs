@@ -8,8 +8,8 @@
 //! (`delivery_succeeded`, `delivery_failed`, `delivery_cancelled`).
 //! Here: the events, the outbox and its listings; the delivery side is in `delivery`.
 
+use crate::db::{params, Exec, ExecExt as _};
 use chrono::SecondsFormat;
-use rusqlite::params;
 use serde::Serialize;
 
 use crate::{Result, Store, StoreError};
@@ -35,7 +35,7 @@ fn parse_event(body: &str) -> Result<Event> {
 }
 
 /// Put an event in the outbox inside a transaction (see [`Store::emit`]).
-pub(crate) fn insert_event(conn: &rusqlite::Connection, event: &Event) -> Result<()> {
+pub(crate) fn insert_event(conn: &dyn Exec, event: &Event) -> Result<()> {
     event.check().map_err(StoreError::Invalid)?;
     let body = serde_json::to_string(event).expect("json");
     let taken: bool = conn.query_row(
@@ -72,7 +72,11 @@ impl Store {
     /// `EVENT_TYPES` above all) is refused with `Invalid` and nothing is written; an
     /// `externalId` already used is a `Conflict`.
     pub fn emit(&self, event: &Event) -> Result<()> {
-        insert_event(&self.conn(), event)?;
+        let mut conn = self.conn()?;
+        let tx = conn.transaction()?;
+        insert_event(&tx, event)?;
+        tx.commit()?;
+        drop(conn);
         self.changed(crate::Topic::Outbox, None);
         Ok(())
     }
@@ -84,15 +88,14 @@ impl Store {
         workspace: Option<&str>,
         limit: usize,
     ) -> Result<Vec<Event>> {
-        let conn = self.conn();
+        let conn = self.conn()?;
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-        let mut stmt = conn.prepare_cached(
+        let rows = conn.query_map(
             "SELECT body FROM events WHERE tenant = ?1 AND (?2 IS NULL OR workspace = ?2)
              ORDER BY seq DESC LIMIT ?3",
+            params![tenant, workspace, limit],
+            |r| r.get::<String>(0),
         )?;
-        let rows = stmt
-            .query_map(params![tenant, workspace, limit], |r| r.get::<_, String>(0))?
-            .collect::<rusqlite::Result<Vec<_>>>()?;
         rows.iter().map(|b| parse_event(b)).collect()
     }
 }
@@ -127,29 +130,25 @@ impl Store {
         before: Option<i64>,
     ) -> Result<(Vec<Event>, Option<i64>)> {
         let fetch = crate::paging::fetch_for(limit)?;
-        let conn = self.conn();
-        let mut stmt = conn.prepare_cached(
+        let conn = self.conn()?;
+        let rows = conn.query_map(
             "SELECT seq, body FROM events WHERE tenant = ?1
                AND (?2 IS NULL OR workspace = ?2) AND (?3 IS NULL OR run_id = ?3)
                AND (?4 IS NULL OR correlation_id = ?4) AND (?5 IS NULL OR event_type = ?5)
                AND (?6 IS NULL OR occurred_at >= ?6) AND (?7 IS NULL OR seq < ?7)
              ORDER BY seq DESC LIMIT ?8",
+            params![
+                tenant,
+                filter.workspace,
+                filter.run,
+                filter.correlation_id,
+                filter.event_type,
+                filter.since,
+                before,
+                fetch
+            ],
+            |r| Ok((r.get::<i64>(0)?, r.get::<String>(1)?)),
         )?;
-        let rows = stmt
-            .query_map(
-                params![
-                    tenant,
-                    filter.workspace,
-                    filter.run,
-                    filter.correlation_id,
-                    filter.event_type,
-                    filter.since,
-                    before,
-                    fetch
-                ],
-                |r| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?)),
-            )?
-            .collect::<rusqlite::Result<Vec<_>>>()?;
         let (rows, next) = crate::paging::cut(rows, limit);
         let events = rows
             .iter()

@@ -9,6 +9,24 @@ fn ev(t: &str, ws: &str, corr: &str) -> Event {
     Event::new(t, "default", ws, Some("run-1"), corr, json!({"phase": "x"}))
 }
 
+fn is_millis_utc(s: &str) -> bool {
+    s.len() == 24 && s.ends_with('Z') && s.as_bytes()[19] == b'.'
+}
+
+#[test]
+fn the_outbox_survives_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let key = crate::Cipher::generate_key();
+    let e = ev("workspace.ready", "pet", "c");
+    {
+        let s = Store::open(&dir.path().join("db"), &key).unwrap();
+        s.emit(&e).unwrap();
+    }
+    let s = Store::open(&dir.path().join("db"), &key).unwrap();
+    assert_eq!(s.events_undispatched(10).unwrap()[0].event, e);
+}
+
+crate::testing::on_both! {
 #[test]
 fn the_payload_starts_with_the_fields_of_the_seed() {
     let e = ev("run.created", "pet", "corr-1");
@@ -39,14 +57,9 @@ fn the_payload_starts_with_the_fields_of_the_seed() {
     // Milliseconds, UTC.
     assert!(is_millis_utc(&e.occurred_at), "{}", e.occurred_at);
 }
-
-fn is_millis_utc(s: &str) -> bool {
-    s.len() == 24 && s.ends_with('Z') && s.as_bytes()[19] == b'.'
-}
-
 #[test]
 fn unknown_event_types_and_broken_events_are_refused_and_nothing_is_written() {
-    let s = Store::open_in_memory().unwrap();
+    let s = crate::testing::fresh();
     let err = s.emit(&ev("run.exploded", "pet", "c")).unwrap_err();
     assert!(
         matches!(&err, StoreError::Invalid(m) if m.contains("unknown event type `run.exploded`") && m.contains("run.created")),
@@ -66,10 +79,9 @@ fn unknown_event_types_and_broken_events_are_refused_and_nothing_is_written() {
     assert!(s.events("default", None, 100).unwrap().is_empty());
     assert_eq!(s.webhook_stats().unwrap().events, 0);
 }
-
 #[test]
 fn events_are_kept_and_listed_newest_first() {
-    let s = Store::open_in_memory().unwrap();
+    let s = crate::testing::fresh();
     let a = ev("run.created", "pet", "c1");
     let b = ev("run.planning", "pet", "c1");
     let c = ev("run.created", "app", "c2");
@@ -88,10 +100,9 @@ fn events_are_kept_and_listed_newest_first() {
     assert_eq!(s.events("default", None, 1).unwrap(), vec![c]);
     assert!(s.events("other", None, 10).unwrap().is_empty());
 }
-
 #[test]
 fn deliveries_go_in_order_retry_and_end_in_the_dead_letters() {
-    let s = Store::open_in_memory().unwrap();
+    let s = crate::testing::fresh();
     let (a, b) = (
         ev("run.created", "pet", "c1"),
         ev("run.completed", "pet", "c1"),
@@ -200,16 +211,4 @@ fn deliveries_go_in_order_retry_and_end_in_the_dead_letters() {
     let o2 = s.deliveries_heads().unwrap().remove(0);
     assert_eq!(o2.external_id, b.external_id);
 }
-
-#[test]
-fn the_outbox_survives_a_restart() {
-    let dir = tempfile::tempdir().unwrap();
-    let key = crate::Cipher::generate_key();
-    let e = ev("workspace.ready", "pet", "c");
-    {
-        let s = Store::open(&dir.path().join("db"), &key).unwrap();
-        s.emit(&e).unwrap();
-    }
-    let s = Store::open(&dir.path().join("db"), &key).unwrap();
-    assert_eq!(s.events_undispatched(10).unwrap()[0].event, e);
 }

@@ -5,7 +5,7 @@
 //! finished only by the holder of the current epoch; expired leases are closed, their runs
 //! recorded Interrupted, their state locks and run tokens released, in one transaction.
 
-use rusqlite::{params, OptionalExtension, Row, Transaction, TransactionBehavior};
+use crate::db::{params, Dialect, Exec, ExecExt as _, Params, Row};
 use sng_api::run::{Reason, RunPhase};
 use sng_core::jobs::{Beat, Cancelled, Claim, Expired, Job, JobState};
 
@@ -13,7 +13,7 @@ use crate::{now_rfc3339, Result, RunRecord, Store, StoreError};
 
 const COLUMNS: &str = "id, tenant, workspace, state, epoch, agent, lease_until, cancel_by, spec";
 
-fn job_of(r: &Row<'_>) -> rusqlite::Result<(Job, String)> {
+fn job_of(r: &Row) -> Result<(Job, String)> {
     let state: String = r.get(3)?;
     let spec: String = r.get(8)?;
     Ok((
@@ -38,28 +38,19 @@ fn with_spec((mut job, spec): (Job, String)) -> Result<Job> {
     Ok(job)
 }
 
-fn job_where(
-    tx: &rusqlite::Connection,
-    clause: &str,
-    p: impl rusqlite::Params,
-) -> Result<Option<Job>> {
-    tx.query_row(
+fn job_where(tx: &dyn Exec, clause: &str, p: Params<'_>) -> Result<Option<Job>> {
+    tx.query_opt(
         &format!("SELECT {COLUMNS} FROM jobs WHERE {clause}"),
         p,
         job_of,
-    )
-    .optional()?
+    )?
     .map(with_spec)
     .transpose()
 }
 
 /// Write a run record inside a transaction, keeping the decisions others recorded meanwhile.
-fn put_run(tx: &Transaction<'_>, run: &RunRecord) -> Result<()> {
+fn put_run(tx: &dyn Exec, run: &RunRecord) -> Result<()> {
     crate::runs::put_merged(tx, run)
-}
-
-fn immediate(conn: &mut rusqlite::Connection) -> Result<Transaction<'_>> {
-    Ok(conn.transaction_with_behavior(TransactionBehavior::Immediate)?)
 }
 
 impl Store {
@@ -67,8 +58,8 @@ impl Store {
     /// most one open (queued or leased) job: a second one is refused ([`StoreError::Conflict`]).
     /// `spec` is the job spec: never a secret value (those join it in the claim answer).
     pub fn job_enqueue(&self, run: &RunRecord, spec: &serde_json::Value) -> Result<Job> {
-        let mut conn = self.conn();
-        let tx = immediate(&mut conn)?;
+        let mut conn = self.conn()?;
+        let tx = conn.immediate()?;
         if let Some(open) = job_where(
             &tx,
             "tenant = ?1 AND workspace = ?2 AND state IN ('queued', 'leased')",
@@ -112,33 +103,14 @@ impl Store {
         lease_ms: i64,
     ) -> Result<Option<Claim>> {
         let allowed = tenants.map(|t| serde_json::to_string(t).expect("json"));
-        let mut conn = self.conn();
-        let tx = immediate(&mut conn)?;
-        let tenant: Option<String> = tx
-            .query_row(
-                "SELECT j.tenant FROM jobs j
-                   LEFT JOIN job_turns t ON t.tenant = j.tenant
-                  WHERE j.state = 'queued'
-                    AND (?1 IS NULL OR j.tenant IN (SELECT value FROM json_each(?1)))
-                    AND (SELECT COUNT(*) FROM jobs l WHERE l.tenant = j.tenant AND l.state = 'leased')
-                        < COALESCE((SELECT json_extract(o.spec, '$.quotas.concurrentRuns') FROM objects o
-                                     WHERE o.tenant = '' AND o.kind = 'Tenant' AND o.name = j.tenant),
-                                   9223372036854775807)
-                  GROUP BY j.tenant
-                  ORDER BY COALESCE(MAX(t.served), 0), j.tenant
-                  LIMIT 1",
-                params![allowed],
-                |r| r.get(0),
-            )
-            .optional()?;
-        let Some(tenant) = tenant else {
+        let mut conn = self.conn()?;
+        let tx = conn.row_locking()?;
+        let Some((id, tenant)) = (match tx.dialect() {
+            Dialect::Sqlite => claimable_sqlite(&tx, allowed.as_deref())?,
+            Dialect::Postgres => claimable_pg(&tx, allowed.as_deref())?,
+        }) else {
             return Ok(None);
         };
-        let id: String = tx.query_row(
-            "SELECT id FROM jobs WHERE tenant = ?1 AND state = 'queued' ORDER BY seq LIMIT 1",
-            params![tenant],
-            |r| r.get(0),
-        )?;
         let lease_until = now_ms.saturating_add(lease_ms);
         tx.execute(
             "UPDATE jobs SET state = 'leased', epoch = epoch + 1, agent = ?2, lease_until = ?3,
@@ -158,15 +130,13 @@ impl Store {
     /// Renew the lease of job `id` held at `epoch` until `now_ms + lease_ms`: continue, or
     /// cancel (somebody asked), or lost (the epoch is no longer the job's, or it ended).
     pub fn job_heartbeat(&self, id: &str, epoch: i64, now_ms: i64, lease_ms: i64) -> Result<Beat> {
-        let conn = self.conn();
-        let cancel: Option<Option<String>> = conn
-            .query_row(
-                "UPDATE jobs SET lease_until = ?3 WHERE id = ?1 AND epoch = ?2 AND state = 'leased'
+        let conn = self.conn()?;
+        let cancel: Option<Option<String>> = conn.query_opt(
+            "UPDATE jobs SET lease_until = ?3 WHERE id = ?1 AND epoch = ?2 AND state = 'leased'
                  RETURNING cancel_by",
-                params![id, epoch, now_ms.saturating_add(lease_ms)],
-                |r| r.get(0),
-            )
-            .optional()?;
+            params![id, epoch, now_ms.saturating_add(lease_ms)],
+            |r| r.get(0),
+        )?;
         Ok(match cancel {
             None => Beat::Lost,
             Some(None) => Beat::Continue,
@@ -177,8 +147,8 @@ impl Store {
     /// End job `id` held at `epoch` and write its final run record, in one transaction. A
     /// holder whose lease is gone writes nothing ([`StoreError::Conflict`] naming the epochs).
     pub fn job_finish(&self, id: &str, epoch: i64, run: &RunRecord) -> Result<()> {
-        let mut conn = self.conn();
-        let tx = immediate(&mut conn)?;
+        let mut conn = self.conn()?;
+        let tx = conn.immediate()?;
         held_job(&tx, id, epoch)?;
         tx.execute(
             "UPDATE jobs SET state = 'finished', lease_until = NULL, ended_at = ?2 WHERE id = ?1",
@@ -196,8 +166,8 @@ impl Store {
     /// Write the run record of job `id` while its lease is held at `epoch` (progress: the plan
     /// summary as soon as it exists). Refused like [`Store::job_finish`] once the lease is gone.
     pub fn job_record(&self, id: &str, epoch: i64, run: &RunRecord) -> Result<()> {
-        let mut conn = self.conn();
-        let tx = immediate(&mut conn)?;
+        let mut conn = self.conn()?;
+        let tx = conn.immediate()?;
         held_job(&tx, id, epoch)?;
         put_run(&tx, run)?;
         tx.commit()?;
@@ -213,11 +183,14 @@ impl Store {
         by: &str,
         message: &str,
     ) -> Result<Cancelled> {
-        let mut conn = self.conn();
-        let tx = immediate(&mut conn)?;
+        let mut conn = self.conn()?;
+        let tx = conn.immediate()?;
         let Some(job) = job_where(
             &tx,
-            "tenant = ?1 AND workspace = ?2 AND state IN ('queued', 'leased')",
+            &format!(
+                "tenant = ?1 AND workspace = ?2 AND state IN ('queued', 'leased'){}",
+                tx.for_update()
+            ),
             params![tenant, workspace],
         )?
         else {
@@ -283,12 +256,12 @@ impl Store {
     fn close_leases(
         &self,
         clause: &str,
-        p: impl rusqlite::Params + Copy,
+        p: Params<'_>,
         now_ms: i64,
         reason: Reason,
         message: &str,
     ) -> Result<Vec<Expired>> {
-        let mut conn = self.conn();
+        let mut conn = self.conn()?;
         // Asked on every agent tick: nothing to close (the usual answer) takes no write lock.
         let any: bool = conn.query_row(
             &format!("SELECT EXISTS (SELECT 1 FROM jobs WHERE {clause})"),
@@ -298,14 +271,16 @@ impl Store {
         if !any {
             return Ok(Vec::new());
         }
-        let tx = immediate(&mut conn)?;
+        let tx = conn.immediate()?;
         let expired: Vec<Job> = {
-            let mut stmt = tx.prepare_cached(&format!(
-                "SELECT {COLUMNS} FROM jobs WHERE {clause} ORDER BY lease_until"
-            ))?;
-            let rows = stmt
-                .query_map(p, job_of)?
-                .collect::<rusqlite::Result<Vec<_>>>()?;
+            // PostgreSQL: each row locked, and its clause checked again once a heartbeat that
+            // holds it commits (a lease renewed meanwhile is not closed).
+            let lock = tx.for_update();
+            let rows = tx.query_map(
+                &format!("SELECT {COLUMNS} FROM jobs WHERE {clause} ORDER BY lease_until{lock}"),
+                p,
+                job_of,
+            )?;
             rows.into_iter().map(with_spec).collect::<Result<_>>()?
         };
         let mut out = Vec::with_capacity(expired.len());
@@ -346,30 +321,29 @@ impl Store {
 
     /// The workspaces of a tenant that have an open (queued or leased) job: one query per pass.
     pub fn job_open_workspaces(&self, tenant: &str) -> Result<std::collections::BTreeSet<String>> {
-        let conn = self.conn();
-        let mut stmt = conn.prepare_cached(
+        let conn = self.conn()?;
+        let rows = conn.query_map(
             "SELECT workspace FROM jobs WHERE tenant = ?1 AND state IN ('queued', 'leased')",
+            params![tenant],
+            |r| r.get::<String>(0),
         )?;
-        let rows = stmt
-            .query_map(params![tenant], |r| r.get::<_, String>(0))?
-            .collect::<rusqlite::Result<_>>()?;
-        Ok(rows)
+        Ok(rows.into_iter().collect())
     }
 
     /// Number of jobs in `state` (metrics: queued runs).
     pub fn job_count(&self, state: JobState) -> Result<i64> {
-        Ok(self.conn().query_row(
+        self.conn()?.query_row(
             "SELECT COUNT(*) FROM jobs WHERE state = ?1",
             params![state.as_str()],
             |r| r.get(0),
-        )?)
+        )
     }
 
     /// Write the status of a workspace for the holder of job `id` at `epoch`: refused, and
     /// nothing written, once that lease is gone ([`StoreError::Conflict`]).
     pub fn job_write_status(&self, id: &str, epoch: i64, status: &serde_json::Value) -> Result<()> {
-        let mut conn = self.conn();
-        let tx = immediate(&mut conn)?;
+        let mut conn = self.conn()?;
+        let tx = conn.immediate()?;
         let job = held_job(&tx, id, epoch)?;
         let rv = crate::objects::next_revision(&tx)?;
         tx.execute(
@@ -385,7 +359,7 @@ impl Store {
     /// The open job of a workspace, if any.
     pub fn job_open(&self, tenant: &str, workspace: &str) -> Result<Option<Job>> {
         job_where(
-            &self.conn(),
+            &self.conn()?,
             "tenant = ?1 AND workspace = ?2 AND state IN ('queued', 'leased')",
             params![tenant, workspace],
         )
@@ -393,15 +367,92 @@ impl Store {
 
     /// One job.
     pub fn job_get(&self, id: &str) -> Result<Option<Job>> {
-        job_where(&self.conn(), "id = ?1", params![id])
+        job_where(&self.conn()?, "id = ?1", params![id])
     }
 }
 
+/// The next job to claim (id, tenant), SQLite: the write transaction holds the database.
+fn claimable_sqlite(tx: &dyn Exec, allowed: Option<&str>) -> Result<Option<(String, String)>> {
+    let tenant: Option<String> = tx.query_opt(
+        "SELECT j.tenant FROM jobs j
+           LEFT JOIN job_turns t ON t.tenant = j.tenant
+          WHERE j.state = 'queued'
+            AND (?1 IS NULL OR j.tenant IN (SELECT value FROM json_each(?1)))
+            AND (SELECT COUNT(*) FROM jobs l WHERE l.tenant = j.tenant AND l.state = 'leased')
+                < COALESCE((SELECT json_extract(o.spec, '$.quotas.concurrentRuns') FROM objects o
+                             WHERE o.tenant = '' AND o.kind = 'Tenant' AND o.name = j.tenant),
+                           9223372036854775807)
+          GROUP BY j.tenant
+          ORDER BY COALESCE(MAX(t.served), 0), j.tenant
+          LIMIT 1",
+        params![allowed],
+        |r| r.get(0),
+    )?;
+    let Some(tenant) = tenant else {
+        return Ok(None);
+    };
+    let id: String = tx.query_row(
+        "SELECT id FROM jobs WHERE tenant = ?1 AND state = 'queued' ORDER BY seq LIMIT 1",
+        params![tenant],
+        |r| r.get(0),
+    )?;
+    Ok(Some((id, tenant)))
+}
+
+/// The quota of concurrent runs of the tenant of `j`, in PostgreSQL (no quota: no limit).
+const PG_QUOTA: &str =
+    "COALESCE((SELECT (o.spec::jsonb #>> '{quotas,concurrentRuns}')::bigint FROM objects o
+                     WHERE o.tenant = '' AND o.kind = 'Tenant' AND o.name = j.tenant),
+                   9223372036854775807)";
+
+/// The next job to claim (id, tenant), PostgreSQL: in the same order as SQLite's (the tenant
+/// served least recently, then its oldest job), the job row locked with `FOR UPDATE SKIP
+/// LOCKED` (a job another process is claiming is passed over, never shared). The quota is
+/// checked again once the claims of that tenant are serialised (an advisory lock per tenant):
+/// two processes never lease past `concurrentRuns` together.
+fn claimable_pg(tx: &dyn Exec, allowed: Option<&str>) -> Result<Option<(String, String)>> {
+    let picked: Option<(String, String)> = tx.query_opt(
+        &format!(
+            "SELECT j.id, j.tenant FROM jobs j
+               LEFT JOIN job_turns t ON t.tenant = j.tenant
+              WHERE j.state = 'queued'
+                AND (?1 IS NULL OR j.tenant IN (SELECT jsonb_array_elements_text(?1::jsonb)))
+                AND (SELECT COUNT(*) FROM jobs l WHERE l.tenant = j.tenant AND l.state = 'leased')
+                    < {PG_QUOTA}
+              ORDER BY COALESCE(t.served, 0), j.tenant, j.seq
+              LIMIT 1
+              FOR UPDATE OF j SKIP LOCKED"
+        ),
+        params![allowed],
+        |r| Ok((r.get(0)?, r.get(1)?)),
+    )?;
+    let Some((id, tenant)) = picked else {
+        return Ok(None);
+    };
+    tx.execute(
+        "SELECT pg_advisory_xact_lock(CAST(?1 AS INTEGER), hashtext(?2))",
+        params![TENANT_CLAIMS, tenant],
+    )?;
+    let within: bool = tx.query_row(
+        &format!(
+            "SELECT (SELECT COUNT(*) FROM jobs l WHERE l.tenant = j.tenant AND l.state = 'leased') < {PG_QUOTA}
+               FROM jobs j WHERE j.id = ?1"
+        ),
+        params![id],
+        |r| r.get(0),
+    )?;
+    Ok(within.then_some((id, tenant)))
+}
+
+/// The first key of the advisory locks that serialise the claims of one tenant (PostgreSQL).
+const TENANT_CLAIMS: i32 = 0x736e_6702;
+
 /// Job `id`, if its lease is held at `epoch`: else nothing may be written for it
 /// ([`StoreError::Conflict`] naming the epochs; `NotFound` for an unknown job).
-pub(crate) fn held_job(tx: &rusqlite::Connection, id: &str, epoch: i64) -> Result<Job> {
-    let job =
-        job_where(tx, "id = ?1", params![id])?.ok_or_else(|| StoreError::not_found("Job", id))?;
+pub(crate) fn held_job(tx: &dyn Exec, id: &str, epoch: i64) -> Result<Job> {
+    // Locked until the commit (PostgreSQL): an expiry or a claim elsewhere waits for it.
+    let job = job_where(tx, &format!("id = ?1{}", tx.for_update()), params![id])?
+        .ok_or_else(|| StoreError::not_found("Job", id))?;
     if job.state != JobState::Leased || job.epoch != epoch {
         return Err(lease_lost(&job, epoch));
     }

@@ -26,7 +26,7 @@ pub(crate) use rotation::{scrubbing, upgrade_legacy};
 
 use std::collections::HashMap;
 
-use rusqlite::{params, Connection, OptionalExtension};
+use crate::db::{params, Exec, ExecExt as _};
 use serde_json::Value;
 use sng_api::Kind;
 
@@ -161,13 +161,13 @@ pub fn sealed_values_opened() -> u64 {
 }
 
 pub(crate) struct Keyring<'a> {
-    conn: &'a Connection,
+    conn: &'a dyn Exec,
     master: &'a MasterKey,
     cache: HashMap<(String, i64), Cipher>,
 }
 
 impl<'a> Keyring<'a> {
-    pub(crate) fn new(conn: &'a Connection, master: &'a MasterKey) -> Keyring<'a> {
+    pub(crate) fn new(conn: &'a dyn Exec, master: &'a MasterKey) -> Keyring<'a> {
         Keyring {
             conn,
             master,
@@ -182,12 +182,11 @@ impl<'a> Keyring<'a> {
         }
         let (kek_id, wrapped): (String, Vec<u8>) = self
             .conn
-            .query_row(
+            .query_opt(
                 "SELECT kek_id, wrapped FROM tenant_keys WHERE tenant = ?1 AND version = ?2",
                 params![tenant, version],
                 |r| Ok((r.get(0)?, r.get(1)?)),
-            )
-            .optional()?
+            )?
             .ok_or_else(|| {
                 StoreError::Corrupt(format!(
                     "the data key version {version} of tenant `{tenant}` is missing"
@@ -363,14 +362,12 @@ impl<'a> Keyring<'a> {
 }
 
 /// Refuse a master key that is not the one wrapping the stored data keys.
-pub(crate) fn check_master_key(conn: &Connection, master: &MasterKey) -> Result<()> {
-    let other: Option<String> = conn
-        .query_row(
-            "SELECT kek_id FROM tenant_keys WHERE kek_id <> ?1 LIMIT 1",
-            params![master.id],
-            |r| r.get(0),
-        )
-        .optional()?;
+pub(crate) fn check_master_key(conn: &dyn Exec, master: &MasterKey) -> Result<()> {
+    let other: Option<String> = conn.query_opt(
+        "SELECT kek_id FROM tenant_keys WHERE kek_id <> ?1 LIMIT 1",
+        params![master.id],
+        |r| r.get(0),
+    )?;
     match other {
         Some(want) => Err(wrong_master(&master.id, &want)),
         None => Ok(()),
@@ -385,18 +382,15 @@ impl Store {
 
     /// The data keys of a tenant, oldest first (none until its first secret or state).
     pub fn tenant_keys(&self, tenant: &str) -> Result<Vec<TenantKey>> {
-        let conn = self.conn();
-        let mut stmt = conn.prepare_cached(
-            "SELECT version, kek_id, created_at FROM tenant_keys WHERE tenant = ?1 ORDER BY version",
-        )?;
-        let rows = stmt.query_map(params![tenant], |r| {
+        let conn = self.conn()?;
+        let rows = conn.query_map("SELECT version, kek_id, created_at FROM tenant_keys WHERE tenant = ?1 ORDER BY version", params![tenant], |r| {
             Ok(TenantKey {
                 version: r.get(0)?,
                 kek_id: r.get(1)?,
                 created_at: r.get(2)?,
             })
         })?;
-        Ok(rows.collect::<rusqlite::Result<_>>()?)
+        Ok(rows.into_iter().collect())
     }
 }
 

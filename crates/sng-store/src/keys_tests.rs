@@ -3,6 +3,7 @@
 
 use super::*;
 use crate::migrations;
+use rusqlite::Connection;
 
 fn body(serial: i64, text: &str) -> Vec<u8> {
     format!(
@@ -29,7 +30,7 @@ fn tenant(name: &str) -> sng_api::Object {
     .unwrap()
 }
 
-fn dek_bytes(conn: &Connection, master: &MasterKey, tenant: &str, v: i64) -> [u8; 32] {
+fn dek_bytes(conn: &dyn Exec, master: &MasterKey, tenant: &str, v: i64) -> [u8; 32] {
     let (kek, wrapped): (String, Vec<u8>) = conn
         .query_row(
             "SELECT kek_id, wrapped FROM tenant_keys WHERE tenant = ?1 AND version = ?2",
@@ -38,75 +39,6 @@ fn dek_bytes(conn: &Connection, master: &MasterKey, tenant: &str, v: i64) -> [u8
         )
         .unwrap();
     unwrap_dek(master, tenant, v, &kek, &wrapped).unwrap()
-}
-
-#[test]
-fn previous_secret_values_are_kept_sealed_and_survive_a_key_rotation() {
-    let s = Store::init(Connection::open_in_memory().unwrap(), &[5u8; 32]).unwrap();
-    let values = |s: &Store| s.secret_previous_values("default", "s", "k").unwrap();
-    s.apply("default", vec![secret("s", "k", "OLD-v1-value")], false)
-        .unwrap();
-    assert!(values(&s).is_empty(), "nothing replaced yet");
-    s.apply("default", vec![secret("s", "k", "OLD-v2-value")], false)
-        .unwrap();
-    s.apply("default", vec![secret("s", "k", "cur-v3-value")], false)
-        .unwrap();
-    assert_eq!(values(&s), ["OLD-v2-value", "OLD-v1-value"]);
-    let raw: Vec<u8> = s
-        .conn()
-        .query_row("SELECT previous FROM objects WHERE name = 's'", [], |r| {
-            r.get(0)
-        })
-        .unwrap();
-    assert!(!raw.windows(6).any(|w| w == b"OLD-v1"), "sealed");
-    s.rotate_tenant_key("default").unwrap();
-    assert_eq!(values(&s), ["OLD-v2-value", "OLD-v1-value"]);
-    for i in 0..10 {
-        s.apply(
-            "default",
-            vec![secret("s", "k", &format!("value-{i}"))],
-            false,
-        )
-        .unwrap();
-    }
-    assert_eq!(values(&s).len(), crate::objects::PREVIOUS_VALUES_KEPT);
-    assert_eq!(values(&s)[0], "value-8");
-}
-
-#[test]
-fn tenants_have_different_data_keys() {
-    let key = [3u8; 32];
-    let s = Store::init(Connection::open_in_memory().unwrap(), &key).unwrap();
-    s.apply("default", vec![tenant("b")], false).unwrap();
-    s.apply("default", vec![secret("s", "k", "v-a")], false)
-        .unwrap();
-    s.apply("b", vec![secret("s", "k", "v-b")], false).unwrap();
-    let conn = s.conn();
-    let master = MasterKey::new(&key);
-    let a = dek_bytes(&conn, &master, "default", 1);
-    let b = dek_bytes(&conn, &master, "b", 1);
-    assert_ne!(a, b);
-    assert_ne!(a, key);
-    // the sealed values of `default` do not open with the key of `b`, even with the AAD of `default`
-    let (uid, sealed): (String, Vec<u8>) = conn
-        .query_row(
-            "SELECT uid, sealed FROM objects WHERE tenant = 'default' AND kind = 'Secret' AND name = 's'",
-            [],
-            |r| Ok((r.get(0)?, r.get(1)?)),
-        )
-        .unwrap();
-    let aad = object_aad("default", Kind::Secret, "s", &uid);
-    assert!(Cipher::new(&b).open(&sealed, &aad).is_err());
-    assert!(Cipher::new(&a).open(&sealed, &aad).is_ok());
-    // the wrapped key of one tenant cannot pass for another's
-    let wrapped_a: Vec<u8> = conn
-        .query_row(
-            "SELECT wrapped FROM tenant_keys WHERE tenant = 'default'",
-            [],
-            |r| r.get(0),
-        )
-        .unwrap();
-    assert!(unwrap_dek(&master, "b", 1, &master.id, &wrapped_a).is_err());
 }
 
 /// A store written by the previous scheme: state sealed by the master key itself, secrets
@@ -129,7 +61,7 @@ fn rows_of_the_previous_scheme_are_read_and_upgraded() {
             let b = body(serial, text);
             conn.execute(
                 "INSERT INTO state_versions (tenant, workspace, serial, lineage, md5, run_id, created_at, body) VALUES (?1, ?2, ?3, 'L', 'x', NULL, 'now', ?4)",
-                params![tenant, ws, serial, old.seal(&b, &state_aad(tenant, ws, serial))],
+                rusqlite::params![tenant, ws, serial, old.seal(&b, &state_aad(tenant, ws, serial))],
             )
             .unwrap();
         }
@@ -152,7 +84,7 @@ fn rows_of_the_previous_scheme_are_read_and_upgraded() {
         ] {
             conn.execute(
                 "INSERT INTO objects (tenant, kind, name, uid, generation, resource_version, created_at, labels, annotations, spec, status) VALUES (?1, ?2, ?3, ?4, 1, 1, 'now', '{}', '{}', ?5, NULL)",
-                params![tenant, kind, name, uuid::Uuid::new_v4().to_string(), spec],
+                rusqlite::params![tenant, kind, name, uuid::Uuid::new_v4().to_string(), spec],
             )
             .unwrap();
         }
@@ -178,31 +110,32 @@ fn rows_of_the_previous_scheme_are_read_and_upgraded() {
     assert_eq!(sec.metadata.resource_version.as_deref(), Some("1"));
     assert!(s.get(Kind::Workspace, "acme", "db").unwrap().is_some());
     {
-        let conn = s.conn();
+        let conn = s.conn().unwrap();
         let legacy: i64 = conn
             .query_row(
                 "SELECT (SELECT COUNT(*) FROM state_versions WHERE key_version IS NULL)
-                          + (SELECT COUNT(*) FROM objects WHERE kind = 'Secret' AND sealed IS NULL)",
-                [],
+                          + (SELECT COUNT(*) FROM objects WHERE kind = 'Secret' AND sealed IS NULL)", params![],
                 |r| r.get(0),
             )
             .unwrap();
         assert_eq!(legacy, 0, "every row re-sealed under a tenant key");
         let spec: String = conn
-            .query_row("SELECT spec FROM objects WHERE kind = 'Secret'", [], |r| {
-                r.get(0)
-            })
+            .query_row(
+                "SELECT spec FROM objects WHERE kind = 'Secret'",
+                params![],
+                |r| r.get(0),
+            )
             .unwrap();
         assert_eq!(spec, r#"{"type":"Opaque"}"#);
     }
     // the old serial of the state is still there too
-    let conn = s.conn();
+    let conn = s.conn().unwrap();
     let master = MasterKey::new(&key);
     let mut keys = Keyring::new(&conn, &master);
     let (b1, v1): (Vec<u8>, Option<i64>) = conn
         .query_row(
             "SELECT body, key_version FROM state_versions WHERE tenant = 'default' AND serial = 1",
-            [],
+            params![],
             |r| Ok((r.get(0)?, r.get(1)?)),
         )
         .unwrap();
@@ -221,4 +154,76 @@ fn rows_of_the_previous_scheme_are_read_and_upgraded() {
             "secret left in clear"
         );
     }
+}
+
+crate::testing::on_both! {
+#[test]
+fn previous_secret_values_are_kept_sealed_and_survive_a_key_rotation() {
+    let s = crate::testing::fresh_with_key(&[5u8; 32]);
+    let values = |s: &Store| s.secret_previous_values("default", "s", "k").unwrap();
+    s.apply("default", vec![secret("s", "k", "OLD-v1-value")], false)
+        .unwrap();
+    assert!(values(&s).is_empty(), "nothing replaced yet");
+    s.apply("default", vec![secret("s", "k", "OLD-v2-value")], false)
+        .unwrap();
+    s.apply("default", vec![secret("s", "k", "cur-v3-value")], false)
+        .unwrap();
+    assert_eq!(values(&s), ["OLD-v2-value", "OLD-v1-value"]);
+    let raw: Vec<u8> = s
+        .conn()
+        .unwrap()
+        .query_row(
+            "SELECT previous FROM objects WHERE name = 's'",
+            params![],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert!(!raw.windows(6).any(|w| w == b"OLD-v1"), "sealed");
+    s.rotate_tenant_key("default").unwrap();
+    assert_eq!(values(&s), ["OLD-v2-value", "OLD-v1-value"]);
+    for i in 0..10 {
+        s.apply(
+            "default",
+            vec![secret("s", "k", &format!("value-{i}"))],
+            false,
+        )
+        .unwrap();
+    }
+    assert_eq!(values(&s).len(), crate::objects::PREVIOUS_VALUES_KEPT);
+    assert_eq!(values(&s)[0], "value-8");
+}
+#[test]
+fn tenants_have_different_data_keys() {
+    let key = [3u8; 32];
+    let s = crate::testing::fresh_with_key(&key);
+    s.apply("default", vec![tenant("b")], false).unwrap();
+    s.apply("default", vec![secret("s", "k", "v-a")], false)
+        .unwrap();
+    s.apply("b", vec![secret("s", "k", "v-b")], false).unwrap();
+    let conn = s.conn().unwrap();
+    let master = MasterKey::new(&key);
+    let a = dek_bytes(&conn, &master, "default", 1);
+    let b = dek_bytes(&conn, &master, "b", 1);
+    assert_ne!(a, b);
+    assert_ne!(a, key);
+    // the sealed values of `default` do not open with the key of `b`, even with the AAD of `default`
+    let (uid, sealed): (String, Vec<u8>) = conn
+        .query_row(
+            "SELECT uid, sealed FROM objects WHERE tenant = 'default' AND kind = 'Secret' AND name = 's'", params![],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap();
+    let aad = object_aad("default", Kind::Secret, "s", &uid);
+    assert!(Cipher::new(&b).open(&sealed, &aad).is_err());
+    assert!(Cipher::new(&a).open(&sealed, &aad).is_ok());
+    // the wrapped key of one tenant cannot pass for another's
+    let wrapped_a: Vec<u8> = conn
+        .query_row(
+            "SELECT wrapped FROM tenant_keys WHERE tenant = 'default'",
+            params![],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert!(unwrap_dek(&master, "b", 1, &master.id, &wrapped_a).is_err());
+}
 }

@@ -1,12 +1,14 @@
 //! The store of sng: objects of every kind, scoped by tenant, with Kubernetes resource-model
 //! semantics (uid, generation, resourceVersion, creationTimestamp), and hashed API tokens.
-//! Embedded default: one SQLite file in the data directory.
+//! Embedded default: one SQLite file in the data directory; or a PostgreSQL database shared by
+//! several replicas ([`Store::connect`]). The SQL is written once (`db`).
 #![forbid(unsafe_code)]
 
 mod approvals;
 mod audit;
 mod audited;
 mod crypto;
+mod db;
 mod error;
 mod events;
 mod jobs;
@@ -15,15 +17,18 @@ mod logs;
 mod migrations;
 mod objects;
 mod paging;
+mod pg;
 mod ports;
 mod quarantine;
 mod runs;
 mod state;
+#[doc(hidden)]
+pub mod testing;
 mod tokens;
 mod versions;
 
 use std::path::Path;
-use std::sync::{Mutex, MutexGuard, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 
 use rusqlite::Connection;
 
@@ -48,17 +53,28 @@ pub use versions::Versions;
 /// Result of store operations.
 pub type Result<T, E = StoreError> = std::result::Result<T, E>;
 
-/// The SQLite store. Every call runs in its own transaction; the connection is shared.
+/// The store. Every call runs in its own transaction. SQLite: one connection, shared;
+/// PostgreSQL: a pool of connections, and a listener of the other processes' commits.
 pub struct Store {
-    conn: Mutex<Connection>,
+    db: Backend,
     /// The master key: it wraps the data key of each tenant (`keys`).
     master: RwLock<keys::MasterKey>,
-    /// The revision of the last committed object write, for watchers.
-    changes: tokio::sync::watch::Sender<sng_core::ports::Changes>,
+    /// The counters of the change feed (see [`sng_core::ports::feed`]); PostgreSQL: bumped
+    /// too by the commits of the other processes (`pg`).
+    changes: Arc<tokio::sync::watch::Sender<sng_core::ports::Changes>>,
     /// The newest ended run of each workspace asked for (the reconciler asks for every
     /// workspace on every pass). Filled while the connection is held, emptied for a workspace
-    /// by every write of its runs under the same lock: never older than the store.
+    /// by every write of its runs under the same lock: never older than the store. SQLite
+    /// only: with PostgreSQL another process may write the runs, so it is not used.
     last_ended: Mutex<runs::LastEnded>,
+    /// This store's id in the notifications it sends (PostgreSQL): its own are not counted
+    /// twice.
+    instance: String,
+}
+
+enum Backend {
+    Sqlite(Mutex<Connection>),
+    Postgres(db::Pool),
 }
 
 impl Store {
@@ -76,6 +92,25 @@ impl Store {
         Self::init(Connection::open_in_memory()?, &Cipher::generate_key())
     }
 
+    /// Connect to the PostgreSQL database at `url` (`postgres://USER@HOST:PORT/DB` or
+    /// `postgresql://…`), migrate it (safely when several replicas start at once), and check
+    /// `key` as [`Store::open`] does. Commits of other processes on the same database reach
+    /// this store's change feed (`LISTEN/NOTIFY`).
+    pub fn connect(url: &str, key: &[u8; 32]) -> Result<Store> {
+        db::off_runtime(|| {
+            let pool = pg::connect(url)?;
+            let store = Self::with_backend(Backend::Postgres(db::Pool::new(pool)), key);
+            pg::listen(url, &store)?;
+            store.check_and_upgrade()?;
+            Ok(store)
+        })
+    }
+
+    /// Whether `url` names a PostgreSQL database (for [`Store::connect`]).
+    pub fn is_postgres_url(url: &str) -> bool {
+        url.starts_with("postgres://") || url.starts_with("postgresql://")
+    }
+
     fn init(mut conn: Connection, key: &[u8; 32]) -> Result<Store> {
         conn.busy_timeout(std::time::Duration::from_secs(5))?;
         // WAL + FULL sync: a committed write survives a crash or power loss.
@@ -83,20 +118,33 @@ impl Store {
         conn.pragma_update(None, "synchronous", "FULL")?;
         conn.pragma_update(None, "foreign_keys", "ON")?;
         migrations::migrate(&mut conn)?;
-        let master = keys::MasterKey::new(key);
+        let store = Self::with_backend(Backend::Sqlite(Mutex::new(conn)), key);
+        store.check_and_upgrade()?;
+        Ok(store)
+    }
+
+    fn with_backend(db: Backend, key: &[u8; 32]) -> Store {
+        Store {
+            db,
+            master: RwLock::new(keys::MasterKey::new(key)),
+            changes: Arc::new(tokio::sync::watch::Sender::new(Default::default())),
+            last_ended: Mutex::new(Default::default()),
+            instance: uuid::Uuid::new_v4().simple().to_string(),
+        }
+    }
+
+    /// Refuse a master key that is not the store's, re-seal rows of the previous scheme, and
+    /// make sure the `default` tenant exists.
+    fn check_and_upgrade(&self) -> Result<()> {
+        let master = self.master();
+        let mut conn = self.conn()?;
         keys::check_master_key(&conn, &master)?;
         keys::scrubbing(&mut conn, |tx| {
             let (secrets, states) = keys::upgrade_legacy(tx, &master)?;
             Ok(((), secrets + states > 0))
         })?;
-        let store = Store {
-            conn: Mutex::new(conn),
-            master: RwLock::new(master),
-            changes: tokio::sync::watch::Sender::new(Default::default()),
-            last_ended: Mutex::new(Default::default()),
-        };
-        store.ensure_default_tenant()?;
-        Ok(store)
+        drop(conn);
+        self.ensure_default_tenant()
     }
 
     /// Be told of every commit, by topic (see [`sng_core::ports::feed`]).
@@ -109,14 +157,33 @@ impl Store {
         sng_core::ports::Follower::new(self.subscribe(), topics)
     }
 
-    /// Tell the followers of `topic` of a commit (which wrote objects up to `revision`).
+    /// Tell the followers of `topic` of a commit (which wrote objects up to `revision`); with
+    /// PostgreSQL, the other processes too (`pg_notify`, right after the commit).
     pub(crate) fn changed(&self, topic: Topic, revision: Option<i64>) {
         self.changes.send_modify(|c| c.bump(topic, revision));
+        if let Backend::Postgres(pool) = &self.db {
+            pg::notify(pool, &self.instance, topic, revision);
+        }
     }
 
-    fn conn(&self) -> MutexGuard<'_, Connection> {
-        // A panic while holding the lock leaves SQLite consistent (transactions roll back).
-        self.conn.lock().unwrap_or_else(|p| p.into_inner())
+    /// A connection for one operation (PostgreSQL: from the pool; a database out of reach is
+    /// [`StoreError::Unavailable`]).
+    fn conn(&self) -> Result<db::Conn<'_>> {
+        match &self.db {
+            // A panic while holding the lock leaves SQLite consistent (transactions roll back).
+            Backend::Sqlite(c) => Ok(db::Conn::Sqlite(
+                c.lock().unwrap_or_else(|p| p.into_inner()),
+            )),
+            Backend::Postgres(pool) => Ok(db::Conn::Postgres(std::cell::RefCell::new(
+                db::PgConnection::get(pool)?,
+            ))),
+        }
+    }
+
+    /// Whether the store is shared with other processes (PostgreSQL): in-memory caches of
+    /// what they may write are not used then.
+    fn shared(&self) -> bool {
+        matches!(self.db, Backend::Postgres(_))
     }
 
     /// The master key in use (take the connection first: a rotation holds it while it switches).

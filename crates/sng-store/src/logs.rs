@@ -2,7 +2,7 @@
 //! once), read from a byte offset by whoever serves them (`sng logs -f` follows with the offset
 //! of the last read).
 
-use rusqlite::{params, OptionalExtension};
+use crate::db::{params, Exec, ExecExt as _};
 use sng_core::mask::Masker;
 use sng_core::ports::LogRead;
 
@@ -16,7 +16,7 @@ impl Store {
     /// Append chunk `seq` of the log of run `run` of `tenant` (see
     /// [`sng_core::ports::Runs::append_log`]).
     pub fn run_log_append(&self, tenant: &str, run: &str, seq: u64, text: &str) -> Result<()> {
-        let mut conn = self.conn();
+        let mut conn = self.conn()?;
         let tx = conn.transaction()?;
         append(&tx, tenant, run, seq, text)?;
         tx.commit()?;
@@ -27,8 +27,10 @@ impl Store {
     /// at `epoch`, in one transaction: a holder whose lease is gone (the job ended, or another
     /// holds it) writes nothing ([`StoreError::Conflict`]).
     pub fn job_log_append(&self, job: &str, epoch: i64, seq: u64, text: &str) -> Result<()> {
-        let mut conn = self.conn();
-        let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+        let mut conn = self.conn()?;
+        // The job row locked by `held_job` orders the appends of one job (PostgreSQL: without
+        // the store's write lock, so the logs of many runs are written side by side).
+        let tx = conn.row_locking()?;
         let held = crate::jobs::held_job(&tx, job, epoch)?;
         append(&tx, &held.tenant, job, seq, text)?;
         tx.commit()?;
@@ -44,19 +46,13 @@ impl Store {
         if masker.is_empty() {
             return Ok(());
         }
-        let mut conn = self.conn();
-        let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-        let chunks = {
-            let mut stmt = tx.prepare(
-                "SELECT seq, text FROM run_logs WHERE tenant = ?1 AND run_id = ?2 ORDER BY seq",
-            )?;
-            let rows = stmt
-                .query_map(params![tenant, run], |r| {
-                    Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?))
-                })?
-                .collect::<rusqlite::Result<Vec<_>>>()?;
-            rows
-        };
+        let mut conn = self.conn()?;
+        let tx = conn.immediate()?;
+        let chunks = tx.query_map(
+            "SELECT seq, text FROM run_logs WHERE tenant = ?1 AND run_id = ?2 ORDER BY seq",
+            params![tenant, run],
+            |r| Ok((r.get::<i64>(0)?, r.get::<String>(1)?)),
+        )?;
         let mut start: i64 = 0;
         for (seq, text) in chunks {
             let masked = masker.mask(&text);
@@ -75,17 +71,11 @@ impl Store {
     /// The log of run `run` of `tenant` from byte `offset` (see
     /// [`sng_core::ports::Runs::read_log`]).
     pub fn run_log_read(&self, tenant: &str, run: &str, offset: u64) -> Result<LogRead> {
-        let conn = self.conn();
-        let mut stmt = conn.prepare_cached(
-            "SELECT start, text FROM run_logs WHERE tenant = ?1 AND run_id = ?2 AND start + bytes > ?3
-             ORDER BY seq",
-        )?;
-        let chunks = stmt
-            .query_map(params![tenant, run, to_i64(offset)], |r| {
-                Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?))
-            })?
-            .collect::<rusqlite::Result<Vec<_>>>()?;
-        drop(stmt);
+        let conn = self.conn()?;
+        let chunks = conn.query_map("SELECT start, text FROM run_logs WHERE tenant = ?1 AND run_id = ?2 AND start + bytes > ?3
+             ORDER BY seq", params![tenant, run, to_i64(offset)], |r| {
+                Ok((r.get::<i64>(0)?, r.get::<String>(1)?))
+            })?;
         let Some(first) = chunks.first().map(|(start, _)| *start) else {
             let end: i64 = conn.query_row(
                 "SELECT COALESCE(MAX(start + bytes), 0) FROM run_logs WHERE tenant = ?1 AND run_id = ?2",
@@ -112,13 +102,7 @@ impl Store {
 
 /// Append chunk `seq` of the log of run `run` of `tenant` in `tx` (see
 /// [`Store::run_log_append`]).
-fn append(
-    tx: &rusqlite::Transaction<'_>,
-    tenant: &str,
-    run: &str,
-    seq: u64,
-    text: &str,
-) -> Result<()> {
+fn append(tx: &dyn Exec, tenant: &str, run: &str, seq: u64, text: &str) -> Result<()> {
     let known: bool = tx.query_row(
         "SELECT EXISTS (SELECT 1 FROM runs WHERE tenant = ?1 AND id = ?2)",
         params![tenant, run],
@@ -127,13 +111,11 @@ fn append(
     if !known {
         return Err(StoreError::not_found("Run", run));
     }
-    let sent: Option<String> = tx
-        .query_row(
-            "SELECT text FROM run_logs WHERE tenant = ?1 AND run_id = ?2 AND seq = ?3",
-            params![tenant, run, to_i64(seq)],
-            |r| r.get(0),
-        )
-        .optional()?;
+    let sent: Option<String> = tx.query_opt(
+        "SELECT text FROM run_logs WHERE tenant = ?1 AND run_id = ?2 AND seq = ?3",
+        params![tenant, run, to_i64(seq)],
+        |r| r.get(0),
+    )?;
     match sent {
         Some(same) if same == text => return Ok(()),
         Some(_) => {
@@ -166,9 +148,10 @@ mod tests {
     use super::*;
     use sng_api::run::RunRecord;
 
+    crate::testing::on_both! {
     #[test]
     fn only_the_holder_of_the_lease_appends_to_the_log_of_a_job() {
-        let store = Store::open_in_memory().unwrap();
+        let store = crate::testing::fresh();
         let run = RunRecord {
             id: "run-1".into(),
             tenant: "default".into(),
@@ -193,5 +176,6 @@ mod tests {
             store.run_log_read("default", "run-1", 0).unwrap().text,
             "one\ntwo\n"
         );
+    }
     }
 }

@@ -3,7 +3,7 @@
 
 mod read;
 
-use rusqlite::{params, OptionalExtension, Transaction};
+use crate::db::{params, Exec, ExecExt as _};
 use serde_json::Value;
 use sng_api::tenant::DEFAULT_TENANT;
 use sng_api::{Kind, Object, ObjectMeta, GROUP_VERSION};
@@ -34,12 +34,12 @@ pub(crate) fn scope(kind: Kind, tenant: &str) -> &str {
     }
 }
 
-pub(crate) fn next_revision(tx: &Transaction<'_>) -> Result<i64> {
-    Ok(tx.query_row(
+pub(crate) fn next_revision(tx: &dyn Exec) -> Result<i64> {
+    tx.query_row(
         "UPDATE revision SET value = value + 1 WHERE id = 1 RETURNING value",
-        [],
+        params![],
         |r| r.get(0),
-    )?)
+    )
 }
 
 /// How many replaced values of each key of a Secret are kept (sealed), to be masked.
@@ -48,7 +48,7 @@ pub const PREVIOUS_VALUES_KEPT: usize = 5;
 /// The previous values of a Secret after its `stored` spec is replaced: the kept ones, plus
 /// each value of `stored` (newest first, at most [`PREVIOUS_VALUES_KEPT`] per key).
 fn previous_values(
-    tx: &Transaction<'_>,
+    tx: &dyn Exec,
     keys: &mut Keyring<'_>,
     tenant: &str,
     name: &str,
@@ -99,7 +99,7 @@ pub(crate) struct Row {
 const COLUMNS: &str =
     "name, uid, generation, resource_version, created_at, labels, annotations, spec, status, deleted_at, sealed, key_version";
 
-fn read_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<(String, Row)> {
+fn read_row(r: &crate::db::Row) -> Result<(String, Row)> {
     Ok((
         r.get(0)?,
         Row {
@@ -147,7 +147,7 @@ fn to_object(
 }
 
 fn mark_row_deleting(
-    tx: &Transaction<'_>,
+    tx: &dyn Exec,
     kind: Kind,
     tenant: &str,
     name: &str,
@@ -199,18 +199,17 @@ fn decode_row(kind: Kind, tenant: &str, name: String, row: Row, spec: String) ->
         .map_err(|e| StoreError::Corrupt(format!("{kind} `{name}`: {e}")))
 }
 
-fn get_row(tx: &rusqlite::Connection, kind: Kind, tenant: &str, name: &str) -> Result<Option<Row>> {
+fn get_row(tx: &dyn Exec, kind: Kind, tenant: &str, name: &str) -> Result<Option<Row>> {
     Ok(tx
-        .query_row(
+        .query_opt(
             &format!("SELECT {COLUMNS} FROM objects WHERE tenant = ?1 AND kind = ?2 AND name = ?3"),
             params![scope(kind, tenant), kind.as_str(), name],
             read_row,
-        )
-        .optional()?
+        )?
         .map(|(_, row)| row))
 }
 
-fn tenant_exists(conn: &rusqlite::Connection, tenant: &str) -> Result<bool> {
+fn tenant_exists(conn: &dyn Exec, tenant: &str) -> Result<bool> {
     Ok(get_row(conn, Kind::Tenant, "", tenant)?.is_some())
 }
 
@@ -225,7 +224,7 @@ fn check_version(meta: &ObjectMeta, stored: i64, label: &str) -> Result<()> {
 }
 
 /// The tenant's `spec.quotas.workspaces`, checked inside the write transaction.
-fn check_workspace_quota(tx: &Transaction<'_>, tenant: &str) -> Result<()> {
+fn check_workspace_quota(tx: &dyn Exec, tenant: &str) -> Result<()> {
     let Some(row) = get_row(tx, Kind::Tenant, "", tenant)? else {
         return Ok(());
     };
@@ -293,7 +292,7 @@ impl Store {
         dry_run: bool,
         by: Option<&crate::Actor>,
     ) -> Result<Vec<Applied>> {
-        let mut conn = self.conn();
+        let mut conn = self.conn()?;
         let master = self.master();
         let tx = conn.transaction()?;
         let mut keys = Keyring::new(&tx, &master);
@@ -402,7 +401,9 @@ impl Store {
             tx.rollback()?;
         } else {
             let rv: i64 =
-                tx.query_row("SELECT value FROM revision WHERE id = 1", [], |r| r.get(0))?;
+                tx.query_row("SELECT value FROM revision WHERE id = 1", params![], |r| {
+                    r.get(0)
+                })?;
             tx.commit()?;
             let mut cache = self.last_ended_cache();
             for a in out.iter().filter(|a| a.superseded.is_some()) {
@@ -428,7 +429,7 @@ impl Store {
         name: &str,
         by: Option<&crate::Actor>,
     ) -> Result<Object> {
-        let mut conn = self.conn();
+        let mut conn = self.conn()?;
         let tx = conn.transaction()?;
         let row = get_row(&tx, kind, tenant, name)?
             .ok_or_else(|| StoreError::not_found(kind.as_str(), name))?;
@@ -562,9 +563,9 @@ impl Store {
         kind: Kind,
         tenant: &str,
         name: &str,
-        change: impl FnOnce(&rusqlite::Transaction<'_>, &Row) -> Result<Option<i64>>,
+        change: impl FnOnce(&dyn Exec, &Row) -> Result<Option<i64>>,
     ) -> Result<Object> {
-        let mut conn = self.conn();
+        let mut conn = self.conn()?;
         let tx = conn.transaction()?;
         let row = get_row(&tx, kind, tenant, name)?
             .ok_or_else(|| StoreError::not_found(kind.as_str(), name))?;

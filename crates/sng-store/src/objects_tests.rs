@@ -65,12 +65,13 @@ fn all_pages(s: &Store, kind: Kind, tenant: &str, limit: usize) -> Vec<Vec<Strin
 }
 
 fn store_with_secrets(n: usize) -> Store {
-    let s = Store::open_in_memory().unwrap();
+    let s = crate::testing::fresh();
     let objects = (0..n).map(|i| secret(&format!("s-{i:03}"))).collect();
     s.apply("default", objects, false).unwrap();
     s
 }
 
+crate::testing::on_both! {
 #[test]
 fn pages_cover_every_object_once_in_order() {
     let s = store_with_secrets(25);
@@ -90,7 +91,6 @@ fn pages_cover_every_object_once_in_order() {
     assert_eq!(first.metadata.name, "s-000");
     assert!(first.metadata.resource_version.is_some());
 }
-
 #[test]
 fn boundaries_of_pages() {
     let s = store_with_secrets(10);
@@ -129,10 +129,9 @@ fn boundaries_of_pages() {
         Err(StoreError::Invalid(_))
     ));
 }
-
 #[test]
 fn empty_listings() {
-    let s = Store::open_in_memory().unwrap();
+    let s = crate::testing::fresh();
     let (page, next) = s.list_page(Kind::Secret, "default", 5, None).unwrap();
     assert!(page.is_empty() && next.is_none());
     let (page, next) = s.list_page(Kind::Workspace, "nowhere", 5, None).unwrap();
@@ -142,7 +141,6 @@ fn empty_listings() {
         vec![Vec::<String>::new()]
     );
 }
-
 #[test]
 fn pages_stay_within_their_kind_and_tenant() {
     let s = store_with_secrets(3);
@@ -171,7 +169,6 @@ fn pages_stay_within_their_kind_and_tenant() {
         assert_eq!(flat, ["acme", "default", "zeta"]);
     }
 }
-
 #[test]
 fn paging_while_others_create_and_delete_never_skips_nor_repeats() {
     let s = store_with_secrets(60);
@@ -217,4 +214,5 @@ fn paging_while_others_create_and_delete_never_skips_nor_repeats() {
             assert_eq!(seen.iter().filter(|n| *n == name).count(), 1, "{name}");
         }
     });
+}
 }

@@ -5,7 +5,7 @@
 //! entry is written in the transaction that takes the decision; it outlives the workspace and
 //! never holds a secret value (ids, hashes, generations, principals, words).
 
-use rusqlite::{params, OptionalExtension};
+use crate::db::{params, Exec, ExecExt as _};
 use serde::{Deserialize, Serialize};
 
 use crate::runs::run_of_plan;
@@ -130,10 +130,7 @@ fn new_id() -> String {
 }
 
 /// Quarantine a plan inside a transaction, once: `None` when it is quarantined already.
-pub(crate) fn quarantine_tx(
-    conn: &rusqlite::Connection,
-    q: &Quarantine,
-) -> Result<Option<QuarantineEntry>> {
+pub(crate) fn quarantine_tx(conn: &dyn Exec, q: &Quarantine) -> Result<Option<QuarantineEntry>> {
     let run = run_of_plan(conn, &q.tenant, &q.workspace, &q.plan_id)?;
     let id = new_id();
     let entry = QuarantineEntry {
@@ -187,7 +184,7 @@ const COLUMNS: &str =
     "seq, id, tenant, workspace, plan_id, run_id, plan_hash, generation, reason, message,
     approved_by, quarantined_at, next_action, discarded_at, discarded_by";
 
-fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<(i64, QuarantineEntry)> {
+fn row(r: &crate::db::Row) -> Result<(i64, QuarantineEntry)> {
     Ok((
         r.get(0)?,
         QuarantineEntry {
@@ -209,21 +206,20 @@ fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<(i64, QuarantineEntry)> {
     ))
 }
 
-fn get_in(conn: &rusqlite::Connection, tenant: &str, id: &str) -> Result<Option<QuarantineEntry>> {
+fn get_in(conn: &dyn Exec, tenant: &str, id: &str) -> Result<Option<QuarantineEntry>> {
     Ok(conn
-        .query_row(
+        .query_opt(
             &format!("SELECT {COLUMNS} FROM quarantine WHERE tenant = ?1 AND id = ?2"),
             params![tenant, id],
             row,
-        )
-        .optional()?
+        )?
         .map(|(_, e)| e))
 }
 
 impl Store {
     /// Quarantine a plan (once: `None` when it is quarantined already).
     pub fn quarantine(&self, q: &Quarantine) -> Result<Option<QuarantineEntry>> {
-        let mut conn = self.conn();
+        let mut conn = self.conn()?;
         let tx = conn.transaction()?;
         let entry = quarantine_tx(&tx, q)?;
         tx.commit()?;
@@ -242,22 +238,23 @@ impl Store {
         before: Option<i64>,
     ) -> Result<(Vec<QuarantineEntry>, Option<i64>)> {
         let fetch = crate::paging::fetch_for(limit)?;
-        let conn = self.conn();
-        let mut stmt = conn.prepare_cached(&format!(
+        let conn = self.conn()?;
+        let rows = conn.query_map(
+            &format!(
             "SELECT {COLUMNS} FROM quarantine WHERE tenant = ?1 AND (?2 IS NULL OR workspace = ?2)
                AND (?3 OR discarded_at IS NULL) AND (?4 IS NULL OR seq < ?4)
              ORDER BY seq DESC LIMIT ?5"
-        ))?;
-        let rows = stmt
-            .query_map(params![tenant, workspace, all, before, fetch], row)?
-            .collect::<rusqlite::Result<Vec<_>>>()?;
+        ),
+            params![tenant, workspace, all, before, fetch],
+            row,
+        )?;
         let (rows, next) = crate::paging::cut(rows, limit);
         Ok((rows.into_iter().map(|(_, e)| e).collect(), next))
     }
 
     /// One quarantined plan of a tenant.
     pub fn quarantine_get(&self, tenant: &str, id: &str) -> Result<Option<QuarantineEntry>> {
-        get_in(&self.conn(), tenant, id)
+        get_in(&self.conn()?, tenant, id)
     }
 
     /// Close a quarantined plan: discarded now by `by` (`token:ID`). Unknown: not found;
@@ -271,7 +268,7 @@ impl Store {
         by: &crate::Actor,
     ) -> Result<QuarantineEntry> {
         let who = format!("token:{}", by.token_id);
-        let mut conn = self.conn();
+        let mut conn = self.conn()?;
         let tx = conn.transaction()?;
         let entry = get_in(&tx, tenant, id)?
             .ok_or_else(|| StoreError::not_found("quarantined plan", id))?;

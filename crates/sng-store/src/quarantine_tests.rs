@@ -58,9 +58,10 @@ fn open(s: &Store, workspace: Option<&str>) -> Vec<QuarantineEntry> {
         .0
 }
 
+crate::testing::on_both! {
 #[test]
 fn a_new_generation_quarantines_the_awaiting_plan_in_its_transaction_once() {
-    let s = Store::open_in_memory().unwrap();
+    let s = crate::testing::fresh();
     s.apply("default", vec![ws("w", "v1")], false).unwrap();
     let status = awaiting(&s, "w", "plan-1", "run-1", "h1");
     let applied = s.apply("default", vec![ws("w", "v2")], false).unwrap();
@@ -92,16 +93,15 @@ fn a_new_generation_quarantines_the_awaiting_plan_in_its_transaction_once() {
         .unwrap();
     assert_eq!(open(&s, None).len(), 1);
     // A dry run quarantines nothing.
-    let s2 = Store::open_in_memory().unwrap();
+    let s2 = crate::testing::fresh();
     s2.apply("default", vec![ws("w", "v1")], false).unwrap();
     awaiting(&s2, "w", "plan-1", "run-1", "h1");
     s2.apply("default", vec![ws("w", "v2")], true).unwrap();
     assert!(open(&s2, None).is_empty());
 }
-
 #[test]
 fn a_new_plan_of_the_same_generation_quarantines_the_awaiting_one_as_inputs_changed() {
-    let s = Store::open_in_memory().unwrap();
+    let s = crate::testing::fresh();
     s.apply("default", vec![ws("w", "v1")], false).unwrap();
     let status = awaiting(&s, "w", "plan-1", "run-1", "h1");
     s.approve(
@@ -152,10 +152,9 @@ fn a_new_plan_of_the_same_generation_quarantines_the_awaiting_one_as_inputs_chan
     );
     assert_eq!(open(&s, None).len(), 1);
 }
-
 #[test]
 fn a_plan_changed_since_its_approval_is_quarantined_with_the_new_plan_to_approve() {
-    let s = Store::open_in_memory().unwrap();
+    let s = crate::testing::fresh();
     s.apply("default", vec![ws("w", "v1")], false).unwrap();
     awaiting(&s, "w", "plan-1", "run-1", "h1");
     let q = Quarantine {
@@ -182,10 +181,9 @@ fn a_plan_changed_since_its_approval_is_quarantined_with_the_new_plan_to_approve
     );
     assert_eq!(s.quarantine(&q).unwrap(), None, "once per plan");
 }
-
 #[test]
 fn a_discard_is_recorded_once_and_an_unknown_id_is_not_found() {
-    let s = Store::open_in_memory().unwrap();
+    let s = crate::testing::fresh();
     s.apply("default", vec![ws("w", "v1")], false).unwrap();
     awaiting(&s, "w", "plan-1", "run-1", "h1");
     s.apply("default", vec![ws("w", "v2")], false).unwrap();
@@ -227,10 +225,9 @@ fn a_discard_is_recorded_once_and_an_unknown_id_is_not_found() {
         Err(StoreError::NotFound { .. })
     ));
 }
-
 #[test]
 fn entries_are_paged_newest_first_and_survive_the_deletion_of_the_workspace() {
-    let s = Store::open_in_memory().unwrap();
+    let s = crate::testing::fresh();
     for i in 1..=5 {
         let name = format!("w{i}");
         s.apply("default", vec![ws(&name, "v1")], false).unwrap();
@@ -264,4 +261,5 @@ fn entries_are_paged_newest_first_and_survive_the_deletion_of_the_workspace() {
     assert!(s.get(Kind::Workspace, "default", "gone").unwrap().is_none());
     assert_eq!(open(&s, Some("gone")), vec![q]);
     assert_eq!(open(&s, Some("w1")).len(), 1);
+}
 }

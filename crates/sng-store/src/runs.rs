@@ -1,6 +1,6 @@
 //! Run records (the audit unit of a run) and run-scoped state tokens.
 
-use rusqlite::{params, OptionalExtension};
+use crate::db::{params, Exec, ExecExt as _};
 
 use crate::tokens::{hash, new_secret};
 use crate::{now_rfc3339, Result, Store, StoreError};
@@ -10,18 +10,19 @@ pub use sng_api::run::{Decision, RunRecord};
 /// Append `decision` to the record of run `run_id` inside a transaction (a copy already there
 /// is not added twice); whether the run exists.
 pub(crate) fn add_decision(
-    conn: &rusqlite::Connection,
+    conn: &dyn Exec,
     tenant: &str,
     run_id: &str,
     decision: &Decision,
 ) -> Result<bool> {
-    let rec: Option<String> = conn
-        .query_row(
-            "SELECT record FROM runs WHERE tenant = ?1 AND id = ?2",
-            params![tenant, run_id],
-            |r| r.get(0),
-        )
-        .optional()?;
+    let rec: Option<String> = conn.query_opt(
+        &format!(
+            "SELECT record FROM runs WHERE tenant = ?1 AND id = ?2{}",
+            conn.for_update()
+        ),
+        params![tenant, run_id],
+        |r| r.get(0),
+    )?;
     let Some(rec) = rec else { return Ok(false) };
     let mut run: RunRecord = serde_json::from_str(&rec)
         .map_err(|e| StoreError::Corrupt(format!("run `{run_id}`: {e}")))?;
@@ -36,18 +37,12 @@ pub(crate) fn add_decision(
 }
 
 /// One run of a tenant, inside a transaction.
-pub(crate) fn run_in(
-    conn: &rusqlite::Connection,
-    tenant: &str,
-    id: &str,
-) -> Result<Option<RunRecord>> {
-    let rec: Option<String> = conn
-        .query_row(
-            "SELECT record FROM runs WHERE tenant = ?1 AND id = ?2",
-            params![tenant, id],
-            |r| r.get(0),
-        )
-        .optional()?;
+pub(crate) fn run_in(conn: &dyn Exec, tenant: &str, id: &str) -> Result<Option<RunRecord>> {
+    let rec: Option<String> = conn.query_opt(
+        "SELECT record FROM runs WHERE tenant = ?1 AND id = ?2",
+        params![tenant, id],
+        |r| r.get(0),
+    )?;
     rec.map(|r| {
         serde_json::from_str(&r).map_err(|e| StoreError::Corrupt(format!("run `{id}`: {e}")))
     })
@@ -56,19 +51,23 @@ pub(crate) fn run_in(
 
 /// The run whose plan is `plan_id`, if recorded.
 pub(crate) fn run_of_plan(
-    conn: &rusqlite::Connection,
+    conn: &dyn Exec,
     tenant: &str,
     workspace: &str,
     plan_id: &str,
 ) -> Result<Option<RunRecord>> {
-    let rec: Option<String> = conn
-        .query_row(
-            "SELECT record FROM runs WHERE tenant = ?1 AND workspace = ?2 AND json_extract(record, '$.plan.id') = ?3
-             ORDER BY created_at DESC, rowid DESC LIMIT 1",
-            params![tenant, workspace, plan_id],
-            |r| r.get(0),
-        )
-        .optional()?;
+    let plan = match conn.dialect() {
+        crate::db::Dialect::Sqlite => "json_extract(record, '$.plan.id')",
+        crate::db::Dialect::Postgres => "(record::jsonb #>> '{plan,id}')",
+    };
+    let rec: Option<String> = conn.query_opt(
+        &format!(
+            "SELECT record FROM runs WHERE tenant = ?1 AND workspace = ?2 AND {plan} = ?3
+             ORDER BY created_at DESC, rowid DESC LIMIT 1"
+        ),
+        params![tenant, workspace, plan_id],
+        |r| r.get(0),
+    )?;
     rec.map(|r| serde_json::from_str(&r).map_err(|e| StoreError::Corrupt(format!("run: {e}"))))
         .transpose()
 }
@@ -84,14 +83,15 @@ const LAST_ENDED_MAX: usize = 100_000;
 
 /// Write a run record (new, or replacing the stored one) on `conn`: decisions recorded
 /// meanwhile by others (an approval refused, a cancel) are kept — a run's decisions only grow.
-pub(crate) fn put_merged(conn: &rusqlite::Connection, run: &RunRecord) -> Result<()> {
-    let stored: Option<String> = conn
-        .query_row(
-            "SELECT record FROM runs WHERE tenant = ?1 AND id = ?2",
-            params![run.tenant, run.id],
-            |r| r.get(0),
-        )
-        .optional()?;
+pub(crate) fn put_merged(conn: &dyn Exec, run: &RunRecord) -> Result<()> {
+    let stored: Option<String> = conn.query_opt(
+        &format!(
+            "SELECT record FROM runs WHERE tenant = ?1 AND id = ?2{}",
+            conn.for_update()
+        ),
+        params![run.tenant, run.id],
+        |r| r.get(0),
+    )?;
     let mut merged = std::borrow::Cow::Borrowed(run);
     if let Some(old) = stored.and_then(|s| serde_json::from_str::<RunRecord>(&s).ok()) {
         let missing: Vec<Decision> = old
@@ -121,8 +121,13 @@ impl Store {
     /// Record a new run (or replace its record). Decisions recorded meanwhile by others (an
     /// approval refused, a cancel) are kept: a run's decisions only grow.
     pub fn run_put(&self, run: &RunRecord) -> Result<()> {
-        let conn = self.conn();
-        let written = put_merged(&conn, run);
+        let mut conn = self.conn()?;
+        // A read of the stored record, then its write: one transaction (PostgreSQL: under the
+        // write lock, so a decision another process adds meanwhile is kept).
+        let written = conn.transaction().and_then(|tx| {
+            put_merged(&tx, run)?;
+            tx.commit()
+        });
         // Whether or not the write went through, the cached answer may be stale now.
         self.last_ended_cache()
             .remove(&(run.tenant.clone(), run.workspace.clone()));
@@ -136,7 +141,7 @@ impl Store {
 
     /// One run of a tenant.
     pub fn run_get(&self, tenant: &str, id: &str) -> Result<Option<RunRecord>> {
-        run_in(&self.conn(), tenant, id)
+        run_in(&self.conn()?, tenant, id)
     }
 
     /// Runs of a workspace, newest first.
@@ -177,21 +182,14 @@ impl Store {
         }
         let fetch = i64::try_from(limit).unwrap_or(i64::MAX).saturating_add(1);
         let (at, row) = before.unzip();
-        let conn = self.conn();
-        let mut stmt = conn.prepare_cached(
+        let conn = self.conn()?;
+        let mut rows = conn.query_map(
             "SELECT created_at, rowid, record FROM runs WHERE tenant = ?1 AND workspace = ?2
                AND phase != 'Queued' AND (?3 IS NULL OR (created_at, rowid) < (?3, ?4))
              ORDER BY created_at DESC, rowid DESC LIMIT ?5",
+            params![tenant, workspace, at, row, fetch],
+            |r| Ok((r.get::<String>(0)?, r.get::<i64>(1)?, r.get::<String>(2)?)),
         )?;
-        let mut rows = stmt
-            .query_map(params![tenant, workspace, at, row, fetch], |r| {
-                Ok((
-                    r.get::<_, String>(0)?,
-                    r.get::<_, i64>(1)?,
-                    r.get::<_, String>(2)?,
-                ))
-            })?
-            .collect::<rusqlite::Result<Vec<_>>>()?;
         let more = rows.len() > limit;
         rows.truncate(limit);
         let next = if more {
@@ -222,20 +220,24 @@ impl Store {
     /// The newest run of a workspace that ended (cached: the reconciler asks on every pass).
     pub fn last_ended_run(&self, tenant: &str, workspace: &str) -> Result<Option<RunRecord>> {
         let key = (tenant.to_string(), workspace.to_string());
-        if let Some(hit) = self.last_ended_cache().get(&key) {
+        // Shared with other processes (PostgreSQL): they write runs too, so it is always read.
+        let cached = !self.shared();
+        if let Some(hit) = self.last_ended_cache().get(&key).filter(|_| cached) {
             return Ok(hit.clone());
         }
         // Read and fill under the connection lock, which every write of runs takes too.
-        let conn = self.conn();
-        let rec: Option<String> = conn
-            .prepare_cached(
-                "SELECT record FROM runs WHERE tenant = ?1 AND workspace = ?2 AND phase NOT IN ('Queued', 'Running') ORDER BY created_at DESC, rowid DESC LIMIT 1",
-            )?
-            .query_row(params![tenant, workspace], |r| r.get(0))
-            .optional()?;
+        let conn = self.conn()?;
+        let rec: Option<String> = conn.query_opt(
+            "SELECT record FROM runs WHERE tenant = ?1 AND workspace = ?2 AND phase NOT IN ('Queued', 'Running') ORDER BY created_at DESC, rowid DESC LIMIT 1",
+            params![tenant, workspace],
+            |r| r.get(0),
+        )?;
         let run: Option<RunRecord> = rec
             .map(|r| serde_json::from_str(&r).map_err(|e| StoreError::Corrupt(format!("run: {e}"))))
             .transpose()?;
+        if !cached {
+            return Ok(run);
+        }
         let mut cache = self.last_ended_cache();
         if cache.len() >= LAST_ENDED_MAX {
             cache.clear();
@@ -248,24 +250,24 @@ impl Store {
 
     /// Number of runs of a tenant created at or after `since` (RFC 3339).
     pub fn runs_since(&self, tenant: &str, since: &str) -> Result<i64> {
-        Ok(self.conn().query_row(
+        self.conn()?.query_row(
             "SELECT COUNT(*) FROM runs WHERE tenant = ?1 AND created_at >= ?2",
             params![tenant, since],
             |r| r.get(0),
-        )?)
+        )
     }
 
     /// Append a decision to the record of a run (kept by later writes of the run).
     pub fn run_add_decision(&self, tenant: &str, run_id: &str, decision: &Decision) -> Result<()> {
-        let conn = self.conn();
-        let workspace: Option<String> = conn
-            .query_row(
-                "SELECT workspace FROM runs WHERE tenant = ?1 AND id = ?2",
-                params![tenant, run_id],
-                |r| r.get(0),
-            )
-            .optional()?;
-        add_decision(&conn, tenant, run_id, decision)?;
+        let mut conn = self.conn()?;
+        let tx = conn.transaction()?;
+        let workspace: Option<String> = tx.query_opt(
+            "SELECT workspace FROM runs WHERE tenant = ?1 AND id = ?2",
+            params![tenant, run_id],
+            |r| r.get(0),
+        )?;
+        add_decision(&tx, tenant, run_id, decision)?;
+        tx.commit()?;
         if let Some(w) = workspace {
             self.last_ended_cache().remove(&(tenant.to_string(), w));
         }
@@ -282,12 +284,11 @@ impl Store {
         )
     }
 
-    fn runs_where(&self, clause: &str, p: impl rusqlite::Params) -> Result<Vec<RunRecord>> {
-        let conn = self.conn();
-        let mut stmt = conn.prepare_cached(&format!("SELECT record FROM runs WHERE {clause}"))?;
-        let rows = stmt
-            .query_map(p, |r| r.get::<_, String>(0))?
-            .collect::<rusqlite::Result<Vec<_>>>()?;
+    fn runs_where(&self, clause: &str, p: crate::db::Params<'_>) -> Result<Vec<RunRecord>> {
+        let conn = self.conn()?;
+        let rows = conn.query_map(&format!("SELECT record FROM runs WHERE {clause}"), p, |r| {
+            r.get::<String>(0)
+        })?;
         rows.into_iter()
             .map(|r| serde_json::from_str(&r).map_err(|e| StoreError::Corrupt(format!("run: {e}"))))
             .collect()
@@ -296,7 +297,7 @@ impl Store {
     /// A token for the state backend, valid for one workspace while the run lives.
     pub fn run_token_create(&self, tenant: &str, workspace: &str, run_id: &str) -> Result<String> {
         let value = new_secret();
-        self.conn().execute(
+        self.conn()?.execute(
             "INSERT INTO run_tokens (hash, tenant, workspace, run_id, created_at) VALUES (?1, ?2, ?3, ?4, ?5)",
             params![hash(&value), tenant, workspace, run_id, now_rfc3339()],
         )?;
@@ -305,29 +306,26 @@ impl Store {
 
     /// Who a run token belongs to.
     pub fn run_token_check(&self, value: &str) -> Result<Option<RunToken>> {
-        Ok(self
-            .conn()
-            .query_row(
-                "SELECT tenant, workspace, run_id FROM run_tokens WHERE hash = ?1",
-                params![hash(value)],
-                |r| {
-                    Ok(RunToken {
-                        tenant: r.get(0)?,
-                        workspace: r.get(1)?,
-                        run_id: r.get(2)?,
-                    })
-                },
-            )
-            .optional()?)
+        self.conn()?.query_opt(
+            "SELECT tenant, workspace, run_id FROM run_tokens WHERE hash = ?1",
+            params![hash(value)],
+            |r| {
+                Ok(RunToken {
+                    tenant: r.get(0)?,
+                    workspace: r.get(1)?,
+                    run_id: r.get(2)?,
+                })
+            },
+        )
     }
 
     /// End the validity of a run's tokens (`None`: every run's, at start-up).
     pub fn run_tokens_revoke(&self, run_id: Option<&str>) -> Result<()> {
         match run_id {
             Some(id) => self
-                .conn()
+                .conn()?
                 .execute("DELETE FROM run_tokens WHERE run_id = ?1", params![id])?,
-            None => self.conn().execute("DELETE FROM run_tokens", [])?,
+            None => self.conn()?.execute("DELETE FROM run_tokens", params![])?,
         };
         Ok(())
     }

@@ -1,8 +1,8 @@
 //! Platform-held state: every version kept (serial, lineage, md5, run id), bodies encrypted,
 //! one lock per workspace with its LockInfo. Writes follow `sng_core::state::decide_write`.
 
+use crate::db::{params, Exec, ExecExt as _};
 use md5::{Digest as _, Md5};
-use rusqlite::{params, OptionalExtension};
 use sng_core::state::{check_lock_owner, decide_write, validate_state, StateMeta, WriteDecision};
 
 use crate::keys::Keyring;
@@ -28,45 +28,34 @@ pub fn state_meta(body: &[u8]) -> Result<StateMeta> {
 }
 
 impl Store {
-    fn current_lock(
-        conn: &rusqlite::Connection,
-        tenant: &str,
-        ws: &str,
-    ) -> Result<Option<StateLock>> {
-        Ok(conn
-            .query_row(
+    fn current_lock(conn: &dyn Exec, tenant: &str, ws: &str) -> Result<Option<StateLock>> {
+        conn
+            .query_opt(
                 "SELECT lock_id, info, who, created_at, run_id FROM state_locks WHERE tenant = ?1 AND workspace = ?2",
                 params![tenant, ws],
                 |r| Ok(StateLock { id: r.get(0)?, info: r.get(1)?, who: r.get(2)?, created_at: r.get(3)?, run_id: r.get(4)? }),
             )
-            .optional()?)
     }
 
-    fn latest_meta(
-        conn: &rusqlite::Connection,
-        tenant: &str,
-        ws: &str,
-    ) -> Result<Option<StateMeta>> {
-        Ok(conn
-            .query_row(
+    fn latest_meta(conn: &dyn Exec, tenant: &str, ws: &str) -> Result<Option<StateMeta>> {
+        conn
+            .query_opt(
                 "SELECT serial, lineage, md5 FROM state_versions WHERE tenant = ?1 AND workspace = ?2 ORDER BY serial DESC LIMIT 1",
                 params![tenant, ws],
                 |r| Ok(StateMeta { serial: r.get(0)?, lineage: r.get(1)?, md5: r.get(2)? }),
             )
-            .optional()?)
     }
 
     /// The latest state body, decrypted (with the tenant's data key).
     pub fn state_get(&self, tenant: &str, ws: &str) -> Result<Option<Vec<u8>>> {
-        let conn = self.conn();
+        let conn = self.conn()?;
         let master = self.master();
         let row: Option<(i64, Vec<u8>, Option<i64>)> = conn
-            .query_row(
+            .query_opt(
                 "SELECT serial, body, key_version FROM state_versions WHERE tenant = ?1 AND workspace = ?2 ORDER BY serial DESC LIMIT 1",
                 params![tenant, ws],
                 |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
-            )
-            .optional()?;
+            )?;
         row.map(|(serial, sealed, version)| {
             Keyring::new(&conn, &master).open_state(tenant, ws, serial, &sealed, version)
         })
@@ -75,15 +64,14 @@ impl Store {
 
     /// One stored version of a workspace's state, decrypted.
     pub fn state_get_serial(&self, tenant: &str, ws: &str, serial: i64) -> Result<Option<Vec<u8>>> {
-        let conn = self.conn();
+        let conn = self.conn()?;
         let master = self.master();
         let row: Option<(Vec<u8>, Option<i64>)> = conn
-            .query_row(
+            .query_opt(
                 "SELECT body, key_version FROM state_versions WHERE tenant = ?1 AND workspace = ?2 AND serial = ?3",
                 params![tenant, ws, serial],
                 |r| Ok((r.get(0)?, r.get(1)?)),
-            )
-            .optional()?;
+            )?;
         row.map(|(sealed, version)| {
             Keyring::new(&conn, &master).open_state(tenant, ws, serial, &sealed, version)
         })
@@ -101,7 +89,7 @@ impl Store {
         run_id: Option<&str>,
     ) -> Result<WriteOutcome> {
         let meta = state_meta(body)?;
-        let mut conn = self.conn();
+        let mut conn = self.conn()?;
         let tx = conn.transaction()?;
         let lock = Self::current_lock(&tx, tenant, ws)?;
         let current = Self::latest_meta(&tx, tenant, ws)?;
@@ -134,23 +122,19 @@ impl Store {
     /// The serial of the current state of a workspace, if it has one.
     pub fn state_serial(&self, tenant: &str, ws: &str) -> Result<Option<i64>> {
         Ok(self
-            .conn()
-            .query_row(
+            .conn()?
+            .query_opt(
                 "SELECT MAX(serial) FROM state_versions WHERE tenant = ?1 AND workspace = ?2",
                 params![tenant, ws],
                 |r| r.get(0),
-            )
-            .optional()?
+            )?
             .flatten())
     }
 
     /// Every version of a workspace's state, newest first.
     pub fn state_versions(&self, tenant: &str, ws: &str) -> Result<Vec<StateVersion>> {
-        let conn = self.conn();
-        let mut stmt = conn.prepare_cached(
-            "SELECT serial, lineage, md5, run_id, created_at FROM state_versions WHERE tenant = ?1 AND workspace = ?2 ORDER BY serial DESC",
-        )?;
-        let rows = stmt.query_map(params![tenant, ws], |r| {
+        let conn = self.conn()?;
+        let rows = conn.query_map("SELECT serial, lineage, md5, run_id, created_at FROM state_versions WHERE tenant = ?1 AND workspace = ?2 ORDER BY serial DESC", params![tenant, ws], |r| {
             Ok(StateVersion {
                 serial: r.get(0)?,
                 lineage: r.get(1)?,
@@ -159,14 +143,14 @@ impl Store {
                 created_at: r.get(4)?,
             })
         })?;
-        Ok(rows.collect::<rusqlite::Result<_>>()?)
+        Ok(rows.into_iter().collect())
     }
 
     /// Delete every version: only with the workspace itself (its finalize: Orphan deletion, or
     /// Destroy done), never through the http backend. Refused (`Conflict`, nothing deleted)
     /// while a lock is held: a live run, or a person, is using the state.
     pub fn state_delete(&self, tenant: &str, ws: &str) -> Result<()> {
-        let mut conn = self.conn();
+        let mut conn = self.conn()?;
         let tx = conn.transaction()?;
         if let Some(held) = Self::current_lock(&tx, tenant, ws)? {
             let by = held.run_id.as_deref().unwrap_or(held.who.as_str());
@@ -202,7 +186,7 @@ impl Store {
             .filter(|s| !s.is_empty())
             .ok_or_else(|| StoreError::Invalid("LockInfo has no ID".into()))?;
         let who = info["Who"].as_str().unwrap_or_default();
-        let mut conn = self.conn();
+        let mut conn = self.conn()?;
         let tx = conn.transaction()?;
         if let Some(held) = Self::current_lock(&tx, tenant, ws)? {
             return Ok(if held.id == id {
@@ -221,29 +205,30 @@ impl Store {
 
     /// Release the lock `id`. Releasing a lock that is not held is a no-op; another id gets the holder.
     pub fn state_unlock(&self, tenant: &str, ws: &str, id: &str) -> Result<Option<StateLock>> {
-        let conn = self.conn();
-        if let Some(held) = Self::current_lock(&conn, tenant, ws)? {
+        let mut conn = self.conn()?;
+        let tx = conn.transaction()?;
+        if let Some(held) = Self::current_lock(&tx, tenant, ws)? {
             if held.id != id {
                 return Ok(Some(held));
             }
-            conn.execute(
+            tx.execute(
                 "DELETE FROM state_locks WHERE tenant = ?1 AND workspace = ?2",
                 params![tenant, ws],
             )?;
         }
+        tx.commit()?;
         Ok(None)
     }
 
     /// Release every lock taken by a run (the run ended, or was cut by a crash).
     /// Returns how many were released.
     pub fn state_release_run_locks(&self, run_id: &str) -> Result<usize> {
-        Ok(self
-            .conn()
-            .execute("DELETE FROM state_locks WHERE run_id = ?1", params![run_id])?)
+        self.conn()?
+            .execute("DELETE FROM state_locks WHERE run_id = ?1", params![run_id])
     }
 
     /// The current lock, if any.
     pub fn state_lock_info(&self, tenant: &str, ws: &str) -> Result<Option<StateLock>> {
-        Self::current_lock(&self.conn(), tenant, ws)
+        Self::current_lock(&self.conn()?, tenant, ws)
     }
 }

@@ -3,8 +3,8 @@
 //! `admin`). A token may expire (`expires_at`) and may be revoked; both are refused at
 //! authentication.
 
+use crate::db::{params, ExecExt as _};
 use rand::Rng as _;
-use rusqlite::{params, OptionalExtension};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
@@ -12,11 +12,11 @@ use crate::{now_rfc3339, Result, Store, StoreError};
 
 pub use sng_core::ports::tokens::{Principal, Role, TokenCheck, TokenInfo};
 
-fn read_info(r: &rusqlite::Row<'_>) -> rusqlite::Result<TokenInfo> {
+fn read_info(r: &crate::db::Row) -> Result<TokenInfo> {
     Ok(TokenInfo {
         id: r.get(0)?,
         tenant: r.get(1)?,
-        role: Role::from_stored(&r.get::<_, String>(2)?),
+        role: Role::from_stored(&r.get::<String>(2)?),
         description: r.get(3)?,
         created_at: r.get(4)?,
         expires_at: r.get(5)?,
@@ -110,7 +110,7 @@ impl Store {
             expires_at,
             revoked_at: None,
         };
-        let mut conn = self.conn();
+        let mut conn = self.conn()?;
         let tx = conn.transaction()?;
         tx.execute(
             "INSERT INTO tokens (id, tenant, hash, role, description, created_at, expires_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
@@ -134,13 +134,12 @@ impl Store {
     /// Whether a platform admin token exists.
     pub fn has_admin_token(&self) -> Result<bool> {
         Ok(self
-            .conn()
-            .query_row(
+            .conn()?
+            .query_opt(
                 "SELECT 1 FROM tokens WHERE tenant IS NULL AND revoked_at IS NULL LIMIT 1",
-                [],
+                params![],
                 |_| Ok(()),
-            )
-            .optional()?
+            )?
             .is_some())
     }
 
@@ -163,14 +162,11 @@ impl Store {
         token: &str,
         now: chrono::DateTime<chrono::Utc>,
     ) -> Result<TokenCheck> {
-        let info = self
-            .conn()
-            .query_row(
-                &format!("SELECT {INFO_COLUMNS} FROM tokens WHERE hash = ?1"),
-                params![hash(token)],
-                read_info,
-            )
-            .optional()?;
+        let info = self.conn()?.query_opt(
+            &format!("SELECT {INFO_COLUMNS} FROM tokens WHERE hash = ?1"),
+            params![hash(token)],
+            read_info,
+        )?;
         Ok(match info {
             None => TokenCheck::Unknown,
             Some(TokenInfo {
@@ -190,24 +186,22 @@ impl Store {
 
     /// Tokens of a tenant (or the platform's with `None`), without values, revoked ones included.
     pub fn list_tokens(&self, tenant: Option<&str>) -> Result<Vec<TokenInfo>> {
-        let conn = self.conn();
-        let mut stmt = conn.prepare_cached(&format!(
-            "SELECT {INFO_COLUMNS} FROM tokens WHERE tenant IS ?1 ORDER BY created_at, id"
-        ))?;
-        let rows = stmt.query_map(params![tenant], read_info)?;
-        Ok(rows.collect::<rusqlite::Result<_>>()?)
+        let conn = self.conn()?;
+        let rows = conn.query_map(&format!(
+            "SELECT {INFO_COLUMNS} FROM tokens WHERE tenant IS NOT DISTINCT FROM ?1 ORDER BY created_at, id"
+        ), params![tenant], read_info)?;
+        Ok(rows.into_iter().collect())
     }
 
     /// One token of a tenant (or the platform's with `None`), without its value.
     pub fn get_token(&self, tenant: Option<&str>, id: &str) -> Result<Option<TokenInfo>> {
-        Ok(self
-            .conn()
-            .query_row(
-                &format!("SELECT {INFO_COLUMNS} FROM tokens WHERE tenant IS ?1 AND id = ?2"),
+        self
+            .conn()?
+            .query_opt(
+                &format!("SELECT {INFO_COLUMNS} FROM tokens WHERE tenant IS NOT DISTINCT FROM ?1 AND id = ?2"),
                 params![tenant, id],
                 read_info,
             )
-            .optional()?)
     }
 
     /// Revoke a token of a tenant (or the platform's with `None`): refused from now on. Revoking
@@ -223,19 +217,18 @@ impl Store {
         id: &str,
         by: Option<&crate::Actor>,
     ) -> Result<TokenInfo> {
-        let mut conn = self.conn();
+        let mut conn = self.conn()?;
         let tx = conn.transaction()?;
         tx.execute(
-            "UPDATE tokens SET revoked_at = ?3 WHERE tenant IS ?1 AND id = ?2 AND revoked_at IS NULL",
+            "UPDATE tokens SET revoked_at = ?3 WHERE tenant IS NOT DISTINCT FROM ?1 AND id = ?2 AND revoked_at IS NULL",
             params![tenant, id, now_rfc3339()],
         )?;
         let info = tx
-            .query_row(
-                &format!("SELECT {INFO_COLUMNS} FROM tokens WHERE tenant IS ?1 AND id = ?2"),
+            .query_opt(
+                &format!("SELECT {INFO_COLUMNS} FROM tokens WHERE tenant IS NOT DISTINCT FROM ?1 AND id = ?2"),
                 params![tenant, id],
                 read_info,
-            )
-            .optional()?
+            )?
             .ok_or_else(|| StoreError::not_found("Token", id))?;
         if let (Some(by), Some(t)) = (by, tenant) {
             crate::audit::insert_audit(
@@ -255,9 +248,10 @@ mod tests {
     use super::*;
 
     fn store() -> Store {
-        Store::open_in_memory().unwrap()
+        crate::testing::fresh()
     }
 
+    crate::testing::on_both! {
     #[test]
     fn roles_are_ordered_and_parsed() {
         assert!(Role::Admin.allows(Role::Operator) && Role::Admin.allows(Role::Viewer));
@@ -277,7 +271,6 @@ mod tests {
         // an unknown stored word gets the least privilege
         assert_eq!(Role::from_stored("root"), Role::Viewer);
     }
-
     #[test]
     fn each_role_is_stored_and_authenticated() {
         let s = store();
@@ -307,7 +300,6 @@ mod tests {
         }
         assert_eq!(s.check_token("sng_nope").unwrap(), TokenCheck::Unknown);
     }
-
     #[test]
     fn expired_tokens_are_refused() {
         let s = store();
@@ -351,7 +343,6 @@ mod tests {
             Err(StoreError::Invalid(_))
         ));
     }
-
     #[test]
     fn revoked_tokens_are_refused_and_stay_listed() {
         let s = store();
@@ -386,12 +377,11 @@ mod tests {
         assert_eq!(s.get_token(Some("acme"), &info.id).unwrap(), Some(revoked));
         assert_eq!(s.get_token(Some("default"), &info.id).unwrap(), None);
     }
-
     #[test]
     fn tokens_written_before_migration_5_stay_valid() {
         // A row as written before expiry and revocation existed: both columns NULL.
         let s = store();
-        s.conn()
+        s.conn().unwrap()
             .execute(
                 "INSERT INTO tokens (id, tenant, hash, role, description, created_at) VALUES ('t1', NULL, ?1, 'admin', 'old', '2025-01-01T00:00:00Z')",
                 params![hash("sng_old")],
@@ -403,5 +393,6 @@ mod tests {
         let listed = s.list_tokens(None).unwrap();
         assert_eq!(listed[0].expires_at, None);
         assert_eq!(listed[0].revoked_at, None);
+    }
     }
 }

@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use rusqlite::{params, OptionalExtension};
+use crate::db::{params, ExecExt as _};
 use sng_api::Kind;
 
 use crate::{Result, Store, StoreError};
@@ -15,20 +15,13 @@ impl Store {
     /// The resource versions of the Secrets, Providers and Workspaces of `tenant`: one query,
     /// no sealed value opened.
     pub fn object_versions(&self, tenant: &str) -> Result<Versions> {
-        let conn = self.conn();
-        let mut stmt = conn.prepare_cached(
+        let conn = self.conn()?;
+        let rows = conn.query_map(
             "SELECT kind, name, resource_version FROM objects
               WHERE tenant = ?1 AND kind IN ('Secret', 'Provider', 'Workspace')",
+            params![tenant],
+            |r| Ok((r.get::<String>(0)?, r.get::<String>(1)?, r.get::<i64>(2)?)),
         )?;
-        let rows = stmt
-            .query_map(params![tenant], |r| {
-                Ok((
-                    r.get::<_, String>(0)?,
-                    r.get::<_, String>(1)?,
-                    r.get::<_, i64>(2)?,
-                ))
-            })?
-            .collect::<rusqlite::Result<Vec<_>>>()?;
         Ok(rows
             .into_iter()
             .filter_map(|(kind, name, rv)| Some(((Kind::parse(&kind)?, name), rv)))
@@ -39,10 +32,10 @@ impl Store {
     ///
     /// [`Objects::revision`]: sng_core::ports::Objects::revision
     pub fn revision(&self) -> Result<i64> {
-        Ok(self
-            .conn()
-            .prepare_cached("SELECT value FROM revision WHERE id = 1")?
-            .query_row([], |r| r.get(0))?)
+        self.conn()?
+            .query_row("SELECT value FROM revision WHERE id = 1", params![], |r| {
+                r.get(0)
+            })
     }
 
     /// The labels of an object, without opening its sealed values; `None` when it does not
@@ -53,14 +46,11 @@ impl Store {
         tenant: &str,
         name: &str,
     ) -> Result<Option<BTreeMap<String, String>>> {
-        let labels: Option<String> = self
-            .conn()
-            .query_row(
-                "SELECT labels FROM objects WHERE tenant = ?1 AND kind = ?2 AND name = ?3",
-                params![tenant, kind.as_str(), name],
-                |r| r.get(0),
-            )
-            .optional()?;
+        let labels: Option<String> = self.conn()?.query_opt(
+            "SELECT labels FROM objects WHERE tenant = ?1 AND kind = ?2 AND name = ?3",
+            params![tenant, kind.as_str(), name],
+            |r| r.get(0),
+        )?;
         labels
             .map(|l| {
                 serde_json::from_str(&l)

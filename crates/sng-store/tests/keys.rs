@@ -414,3 +414,37 @@ fn tenant_key_rotation_reseals_that_tenant_only() {
     let r = s.rotate_tenant_key("empty").unwrap();
     assert_eq!((r.key_version, r.secrets, r.state_versions), (1, 0, 0));
 }
+
+/// PostgreSQL: the rotations over the same SQL; a replica started with the old master key after
+/// a rotation is refused, one with the new key reads everything.
+#[test]
+fn key_rotations_on_postgres_keep_everything_and_retire_the_old_key() {
+    let Some(db) = sng_store::testing::TestDb::new() else {
+        return;
+    };
+    let s = db.store_with_key(&OLD).unwrap();
+    populate(&s);
+    check_all(&s);
+    let other = db.store_with_key(&OLD).unwrap();
+    check_all(&other);
+    drop(other);
+    let r = s.rotate_tenant_key("acme").unwrap();
+    assert_eq!(
+        (r.key_version, r.secrets, r.state_versions),
+        (2, 2, 3),
+        "{r:?}"
+    );
+    check_all(&s);
+    assert_eq!(s.tenant_keys("default").unwrap().len(), 1);
+    let rotation = s.rotate_master_key(&NEW).unwrap();
+    assert_eq!(rotation.rewrapped, 3);
+    check_all(&s);
+    s.apply("acme", vec![secret("later", &[("k", "after")])], false)
+        .unwrap();
+    drop(s);
+    let e = db.store_with_key(&OLD).err().expect("old key refused");
+    assert!(matches!(e, StoreError::Key(_)), "{e}");
+    let s = db.store_with_key(&NEW).unwrap();
+    check_all(&s);
+    assert_eq!(value(&s, "acme", "later", "k"), b"after");
+}

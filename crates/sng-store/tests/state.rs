@@ -183,17 +183,18 @@ fn writes_are_fenced_and_versions_kept_encrypted() {
 
 #[test]
 fn run_tokens_are_scoped_and_revocable() {
-    let s = Store::open_in_memory().unwrap();
-    let t = s.run_token_create("default", "pet", "run-1").unwrap();
-    let owner = s.run_token_check(&t).unwrap().unwrap();
-    assert_eq!(
-        (
-            owner.tenant.as_str(),
-            owner.workspace.as_str(),
-            owner.run_id.as_str()
-        ),
-        ("default", "pet", "run-1")
-    );
-    s.run_tokens_revoke(Some("run-1")).unwrap();
-    assert!(s.run_token_check(&t).unwrap().is_none());
+    sng_store::testing::on_sqlite_and_postgres(|s| {
+        let t = s.run_token_create("default", "pet", "run-1").unwrap();
+        let owner = s.run_token_check(&t).unwrap().unwrap();
+        assert_eq!(
+            (
+                owner.tenant.as_str(),
+                owner.workspace.as_str(),
+                owner.run_id.as_str()
+            ),
+            ("default", "pet", "run-1")
+        );
+        s.run_tokens_revoke(Some("run-1")).unwrap();
+        assert!(s.run_token_check(&t).unwrap().is_none());
+    });
 }

@@ -22,125 +22,130 @@ fn rv(o: &Object) -> i64 {
 
 #[test]
 fn default_tenant_exists() {
-    let s = Store::open_in_memory().unwrap();
-    assert!(s.get(Kind::Tenant, "", "default").unwrap().is_some());
+    sng_store::testing::on_sqlite_and_postgres(|s| {
+        assert!(s.get(Kind::Tenant, "", "default").unwrap().is_some());
+    });
 }
 
 #[test]
 fn generation_moves_on_spec_change_only() {
-    let s = Store::open_in_memory().unwrap();
-    let a = s
-        .apply("default", vec![ws("pet", "1.0.0")], false)
-        .unwrap()
-        .remove(0);
-    assert_eq!(a.outcome, ApplyOutcome::Created);
-    assert_eq!(a.object.meta().generation, Some(1));
-    assert!(a.object.meta().uid.is_some() && a.object.meta().creation_timestamp.is_some());
+    sng_store::testing::on_sqlite_and_postgres(|s| {
+        let a = s
+            .apply("default", vec![ws("pet", "1.0.0")], false)
+            .unwrap()
+            .remove(0);
+        assert_eq!(a.outcome, ApplyOutcome::Created);
+        assert_eq!(a.object.meta().generation, Some(1));
+        assert!(a.object.meta().uid.is_some() && a.object.meta().creation_timestamp.is_some());
 
-    let b = s
-        .apply("default", vec![ws("pet", "1.0.0")], false)
-        .unwrap()
-        .remove(0);
-    assert_eq!(b.outcome, ApplyOutcome::Unchanged);
-    assert_eq!(rv(&b.object), rv(&a.object));
+        let b = s
+            .apply("default", vec![ws("pet", "1.0.0")], false)
+            .unwrap()
+            .remove(0);
+        assert_eq!(b.outcome, ApplyOutcome::Unchanged);
+        assert_eq!(rv(&b.object), rv(&a.object));
 
-    let mut labelled = ws("pet", "1.0.0");
-    labelled.meta_mut().labels.insert("team".into(), "a".into());
-    let c = s.apply("default", vec![labelled], false).unwrap().remove(0);
-    assert_eq!(c.outcome, ApplyOutcome::Configured);
-    assert_eq!(c.object.meta().generation, Some(1), "labels are not spec");
-    assert!(rv(&c.object) > rv(&b.object));
+        let mut labelled = ws("pet", "1.0.0");
+        labelled.meta_mut().labels.insert("team".into(), "a".into());
+        let c = s.apply("default", vec![labelled], false).unwrap().remove(0);
+        assert_eq!(c.outcome, ApplyOutcome::Configured);
+        assert_eq!(c.object.meta().generation, Some(1), "labels are not spec");
+        assert!(rv(&c.object) > rv(&b.object));
 
-    let d = s
-        .apply("default", vec![ws("pet", "2.0.0")], false)
-        .unwrap()
-        .remove(0);
-    assert_eq!(d.outcome, ApplyOutcome::Configured);
-    assert_eq!(d.object.meta().generation, Some(2));
-    assert_eq!(d.object.meta().uid, a.object.meta().uid);
+        let d = s
+            .apply("default", vec![ws("pet", "2.0.0")], false)
+            .unwrap()
+            .remove(0);
+        assert_eq!(d.outcome, ApplyOutcome::Configured);
+        assert_eq!(d.object.meta().generation, Some(2));
+        assert_eq!(d.object.meta().uid, a.object.meta().uid);
 
-    let st = s
-        .update_status(
-            Kind::Workspace,
-            "default",
-            "pet",
-            None,
-            &json!({"observedGeneration": 2}),
-        )
-        .unwrap();
-    assert_eq!(
-        st.meta().generation,
-        Some(2),
-        "status never bumps generation"
-    );
-    assert!(rv(&st) > rv(&d.object));
+        let st = s
+            .update_status(
+                Kind::Workspace,
+                "default",
+                "pet",
+                None,
+                &json!({"observedGeneration": 2}),
+            )
+            .unwrap();
+        assert_eq!(
+            st.meta().generation,
+            Some(2),
+            "status never bumps generation"
+        );
+        assert!(rv(&st) > rv(&d.object));
+    });
 }
 
 #[test]
 fn stale_resource_version_is_a_conflict() {
-    let s = Store::open_in_memory().unwrap();
-    let a = s
-        .apply("default", vec![ws("pet", "1.0.0")], false)
-        .unwrap()
-        .remove(0);
-    let mut stale = ws("pet", "2.0.0");
-    stale.meta_mut().resource_version = a.object.meta().resource_version.clone();
-    s.apply("default", vec![ws("pet", "3.0.0")], false).unwrap();
-    let err = s.apply("default", vec![stale], false).unwrap_err();
-    assert!(matches!(err, StoreError::Conflict(_)), "{err:?}");
-    let err = s
-        .update_status(
-            Kind::Workspace,
-            "default",
-            "pet",
-            a.object.meta().resource_version.as_deref(),
-            &json!({}),
-        )
-        .unwrap_err();
-    assert!(matches!(err, StoreError::Conflict(_)), "{err:?}");
+    sng_store::testing::on_sqlite_and_postgres(|s| {
+        let a = s
+            .apply("default", vec![ws("pet", "1.0.0")], false)
+            .unwrap()
+            .remove(0);
+        let mut stale = ws("pet", "2.0.0");
+        stale.meta_mut().resource_version = a.object.meta().resource_version.clone();
+        s.apply("default", vec![ws("pet", "3.0.0")], false).unwrap();
+        let err = s.apply("default", vec![stale], false).unwrap_err();
+        assert!(matches!(err, StoreError::Conflict(_)), "{err:?}");
+        let err = s
+            .update_status(
+                Kind::Workspace,
+                "default",
+                "pet",
+                a.object.meta().resource_version.as_deref(),
+                &json!({}),
+            )
+            .unwrap_err();
+        assert!(matches!(err, StoreError::Conflict(_)), "{err:?}");
+    });
 }
 
 #[test]
 fn apply_is_all_or_nothing() {
-    let s = Store::open_in_memory().unwrap();
-    let mut bad = ws("b", "1");
-    bad.meta_mut().resource_version = Some("99".into());
-    assert!(s.apply("default", vec![ws("a", "1"), bad], false).is_err());
-    assert!(s.get(Kind::Workspace, "default", "a").unwrap().is_none());
-    // dry run writes nothing either
-    let out = s.apply("default", vec![ws("a", "1")], true).unwrap();
-    assert_eq!(out[0].outcome, ApplyOutcome::Created);
-    assert!(s.get(Kind::Workspace, "default", "a").unwrap().is_none());
+    sng_store::testing::on_sqlite_and_postgres(|s| {
+        let mut bad = ws("b", "1");
+        bad.meta_mut().resource_version = Some("99".into());
+        assert!(s.apply("default", vec![ws("a", "1"), bad], false).is_err());
+        assert!(s.get(Kind::Workspace, "default", "a").unwrap().is_none());
+        // dry run writes nothing either
+        let out = s.apply("default", vec![ws("a", "1")], true).unwrap();
+        assert_eq!(out[0].outcome, ApplyOutcome::Created);
+        assert!(s.get(Kind::Workspace, "default", "a").unwrap().is_none());
+    });
 }
 
 #[test]
 fn tenants_are_separate_scopes() {
-    let s = Store::open_in_memory().unwrap();
-    assert!(matches!(
-        s.apply("acme", vec![ws("pet", "1")], false),
-        Err(StoreError::NotFound { .. })
-    ));
-    s.apply("", vec![tenant("acme")], false).unwrap();
-    s.apply("acme", vec![ws("pet", "1")], false).unwrap();
-    s.apply("default", vec![ws("other", "1")], false).unwrap();
-    let names = |t: &str| {
-        s.list(Kind::Workspace, t)
-            .unwrap()
-            .iter()
-            .map(|o| o.meta().name.clone())
-            .collect::<Vec<_>>()
-    };
-    assert_eq!(names("acme"), ["pet"]);
-    assert_eq!(names("default"), ["other"]);
-    assert!(s.get(Kind::Workspace, "default", "pet").unwrap().is_none());
-    s.create_token(Some("acme"), Role::Admin, "t").unwrap();
-    s.delete(Kind::Tenant, "", "acme").unwrap();
-    assert!(names("acme").is_empty());
-    assert!(s.list_tokens(Some("acme")).unwrap().is_empty());
-    assert!(matches!(
-        s.delete(Kind::Tenant, "", "default"),
-        Err(StoreError::Invalid(_))
-    ));
+    sng_store::testing::on_sqlite_and_postgres(|s| {
+        assert!(matches!(
+            s.apply("acme", vec![ws("pet", "1")], false),
+            Err(StoreError::NotFound { .. })
+        ));
+        s.apply("", vec![tenant("acme")], false).unwrap();
+        s.apply("acme", vec![ws("pet", "1")], false).unwrap();
+        s.apply("default", vec![ws("other", "1")], false).unwrap();
+        let names = |t: &str| {
+            s.list(Kind::Workspace, t)
+                .unwrap()
+                .iter()
+                .map(|o| o.meta().name.clone())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(names("acme"), ["pet"]);
+        assert_eq!(names("default"), ["other"]);
+        assert!(s.get(Kind::Workspace, "default", "pet").unwrap().is_none());
+        s.create_token(Some("acme"), Role::Admin, "t").unwrap();
+        s.delete(Kind::Tenant, "", "acme").unwrap();
+        assert!(names("acme").is_empty());
+        assert!(s.list_tokens(Some("acme")).unwrap().is_empty());
+        assert!(matches!(
+            s.delete(Kind::Tenant, "", "default"),
+            Err(StoreError::Invalid(_))
+        ));
+    });
 }
 
 #[test]
@@ -177,57 +182,58 @@ fn everything_survives_reopen_and_tokens_are_hashed() {
 #[test]
 fn the_last_ended_run_follows_every_write_of_runs() {
     use sng_store::RunRecord;
-    let s = Store::open_in_memory().unwrap();
-    let run = |id: &str, ws: &str, phase: &str, at: &str| RunRecord {
-        id: id.into(),
-        tenant: "default".into(),
-        workspace: ws.into(),
-        phase: phase.parse().unwrap(),
-        created_at: at.into(),
-        ..RunRecord::default()
-    };
-    let last = |ws: &str| {
-        s.last_ended_run("default", ws)
-            .unwrap()
-            .map(|r| (r.id, r.phase.to_string()))
-    };
-    assert_eq!(last("a"), None);
-    assert_eq!(last("a"), None, "asked twice (the second from memory)");
-    s.run_put(&run("r1", "a", "Running", "2026-01-01T00:00:01Z"))
-        .unwrap();
-    assert_eq!(last("a"), None, "a running run has not ended");
-    s.run_put(&run("r1", "a", "Succeeded", "2026-01-01T00:00:01Z"))
-        .unwrap();
-    assert_eq!(last("a"), Some(("r1".into(), "Succeeded".into())));
-    s.run_put(&run("r2", "a", "Running", "2026-01-01T00:00:02Z"))
-        .unwrap();
-    assert_eq!(last("a"), Some(("r1".into(), "Succeeded".into())));
-    s.run_put(&run("r2", "a", "Failed", "2026-01-01T00:00:02Z"))
-        .unwrap();
-    assert_eq!(last("a"), Some(("r2".into(), "Failed".into())));
-    // An older record rewritten (recovery marks a cut run) does not hide the newest.
-    s.run_put(&run("r1", "a", "Interrupted", "2026-01-01T00:00:01Z"))
-        .unwrap();
-    assert_eq!(last("a"), Some(("r2".into(), "Failed".into())));
-    assert_eq!(last("b"), None, "workspaces apart");
-    s.run_put(&run("r3", "b", "Succeeded", "2026-01-01T00:00:03Z"))
-        .unwrap();
-    assert_eq!(last("b"), Some(("r3".into(), "Succeeded".into())));
-    assert_eq!(last("a"), Some(("r2".into(), "Failed".into())));
+    sng_store::testing::on_sqlite_and_postgres(|s| {
+        let run = |id: &str, ws: &str, phase: &str, at: &str| RunRecord {
+            id: id.into(),
+            tenant: "default".into(),
+            workspace: ws.into(),
+            phase: phase.parse().unwrap(),
+            created_at: at.into(),
+            ..RunRecord::default()
+        };
+        let last = |ws: &str| {
+            s.last_ended_run("default", ws)
+                .unwrap()
+                .map(|r| (r.id, r.phase.to_string()))
+        };
+        assert_eq!(last("a"), None);
+        assert_eq!(last("a"), None, "asked twice (the second from memory)");
+        s.run_put(&run("r1", "a", "Running", "2026-01-01T00:00:01Z"))
+            .unwrap();
+        assert_eq!(last("a"), None, "a running run has not ended");
+        s.run_put(&run("r1", "a", "Succeeded", "2026-01-01T00:00:01Z"))
+            .unwrap();
+        assert_eq!(last("a"), Some(("r1".into(), "Succeeded".into())));
+        s.run_put(&run("r2", "a", "Running", "2026-01-01T00:00:02Z"))
+            .unwrap();
+        assert_eq!(last("a"), Some(("r1".into(), "Succeeded".into())));
+        s.run_put(&run("r2", "a", "Failed", "2026-01-01T00:00:02Z"))
+            .unwrap();
+        assert_eq!(last("a"), Some(("r2".into(), "Failed".into())));
+        // An older record rewritten (recovery marks a cut run) does not hide the newest.
+        s.run_put(&run("r1", "a", "Interrupted", "2026-01-01T00:00:01Z"))
+            .unwrap();
+        assert_eq!(last("a"), Some(("r2".into(), "Failed".into())));
+        assert_eq!(last("b"), None, "workspaces apart");
+        s.run_put(&run("r3", "b", "Succeeded", "2026-01-01T00:00:03Z"))
+            .unwrap();
+        assert_eq!(last("b"), Some(("r3".into(), "Succeeded".into())));
+        assert_eq!(last("a"), Some(("r2".into(), "Failed".into())));
 
-    // The newest N, newest first; the newest success.
-    let ids = |runs: Vec<RunRecord>| runs.into_iter().map(|r| r.id).collect::<Vec<_>>();
-    assert_eq!(ids(s.runs_recent("default", "a", 5).unwrap()), ["r2", "r1"]);
-    assert_eq!(ids(s.runs_recent("default", "a", 1).unwrap()), ["r2"]);
-    assert_eq!(
-        s.last_succeeded_run("default", "b").unwrap().map(|r| r.id),
-        Some("r3".into())
-    );
-    assert_eq!(
-        s.last_succeeded_run("default", "a").unwrap(),
-        None,
-        "r1 was rewritten Interrupted, r2 failed"
-    );
+        // The newest N, newest first; the newest success.
+        let ids = |runs: Vec<RunRecord>| runs.into_iter().map(|r| r.id).collect::<Vec<_>>();
+        assert_eq!(ids(s.runs_recent("default", "a", 5).unwrap()), ["r2", "r1"]);
+        assert_eq!(ids(s.runs_recent("default", "a", 1).unwrap()), ["r2"]);
+        assert_eq!(
+            s.last_succeeded_run("default", "b").unwrap().map(|r| r.id),
+            Some("r3".into())
+        );
+        assert_eq!(
+            s.last_succeeded_run("default", "a").unwrap(),
+            None,
+            "r1 was rewritten Interrupted, r2 failed"
+        );
+    });
 }
 
 #[test]

@@ -2,7 +2,7 @@
 //! each webhook's queue, the outcome of each attempt, the dead letters and their replay, and the
 //! counters of it all.
 
-use rusqlite::{params, OptionalExtension, Transaction};
+use crate::db::{params, Exec, ExecExt as _};
 use serde::{Deserialize, Serialize};
 
 use super::{now_millis, parse_event, unix_millis, Event};
@@ -47,7 +47,7 @@ pub struct WebhookStats {
 
 const DELIVERY_COLUMNS: &str = "d.id, d.tenant, d.webhook, d.event_seq, e.external_id, e.event_type, e.body, d.attempts, d.next_attempt_at";
 
-fn read_delivery(r: &rusqlite::Row<'_>) -> rusqlite::Result<Delivery> {
+fn read_delivery(r: &crate::db::Row) -> Result<Delivery> {
     Ok(Delivery {
         id: r.get(0)?,
         tenant: r.get(1)?,
@@ -61,29 +61,25 @@ fn read_delivery(r: &rusqlite::Row<'_>) -> rusqlite::Result<Delivery> {
     })
 }
 
-fn delivery_state(tx: &Transaction<'_>, id: i64) -> Result<(String, u32, String, String, i64)> {
-    tx.query_row(
+fn delivery_state(tx: &dyn Exec, id: i64) -> Result<(String, u32, String, String, i64)> {
+    tx.query_opt(
         "SELECT state, attempts, tenant, webhook, event_seq FROM webhook_deliveries WHERE id = ?1",
         params![id],
         |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)),
-    )
-    .optional()?
+    )?
     .ok_or_else(|| StoreError::not_found("delivery", id.to_string()))
 }
 
 impl Store {
     /// Events not yet matched to webhooks, oldest first.
     pub fn events_undispatched(&self, limit: usize) -> Result<Vec<OutboxEvent>> {
-        let conn = self.conn();
+        let conn = self.conn()?;
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-        let mut stmt = conn.prepare_cached(
+        let rows = conn.query_map(
             "SELECT seq, body FROM events WHERE dispatched = 0 ORDER BY seq LIMIT ?1",
+            params![limit],
+            |r| Ok((r.get::<i64>(0)?, r.get::<String>(1)?)),
         )?;
-        let rows = stmt
-            .query_map(params![limit], |r| {
-                Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?))
-            })?
-            .collect::<rusqlite::Result<Vec<_>>>()?;
         rows.into_iter()
             .map(|(seq, body)| {
                 Ok(OutboxEvent {
@@ -97,23 +93,21 @@ impl Store {
     /// Match an event to the webhooks (names, in its tenant) that want it: one pending delivery
     /// each, due now; the event is then dispatched. Idempotent.
     pub fn event_dispatch(&self, seq: i64, webhooks: &[String]) -> Result<()> {
-        let mut conn = self.conn();
+        let mut conn = self.conn()?;
         let tx = conn.transaction()?;
-        let tenant: Option<String> = tx
-            .query_row(
-                "SELECT tenant FROM events WHERE seq = ?1 AND dispatched = 0",
-                params![seq],
-                |r| r.get(0),
-            )
-            .optional()?;
+        let tenant: Option<String> = tx.query_opt(
+            "SELECT tenant FROM events WHERE seq = ?1 AND dispatched = 0",
+            params![seq],
+            |r| r.get(0),
+        )?;
         let Some(tenant) = tenant else {
             return Ok(());
         };
         let (now, now_ms) = (now_millis(), unix_millis());
         for webhook in webhooks {
             tx.execute(
-                "INSERT OR IGNORE INTO webhook_deliveries (event_seq, tenant, webhook, state, next_attempt_at, created_at)
-                 VALUES (?1, ?2, ?3, 'pending', ?4, ?5)",
+                "INSERT INTO webhook_deliveries (event_seq, tenant, webhook, state, next_attempt_at, created_at)
+                 VALUES (?1, ?2, ?3, 'pending', ?4, ?5) ON CONFLICT DO NOTHING",
                 params![seq, tenant, webhook, now_ms, now],
             )?;
         }
@@ -127,26 +121,48 @@ impl Store {
 
     /// The next delivery of each webhook: its pending delivery of the oldest event, due or not
     /// (`next_attempt_at` says when). A webhook gets its events in order of occurrence: an
-    /// event is not sent before the previous ones to that webhook are delivered or dead.
+    /// event is not sent before the previous ones to that webhook are delivered or dead. A head
+    /// leased for an attempt in progress ([`Store::delivery_lease`]) is left out until its
+    /// outcome, or until the lease runs out.
     pub fn deliveries_heads(&self) -> Result<Vec<Delivery>> {
-        let conn = self.conn();
-        let mut stmt = conn.prepare_cached(&format!(
+        let conn = self.conn()?;
+        let rows = conn.query_map(&format!(
             "SELECT {DELIVERY_COLUMNS} FROM webhook_deliveries d JOIN events e ON e.seq = d.event_seq
-             WHERE d.state = 'pending' AND d.event_seq = (
+             WHERE d.state = 'pending' AND (d.lease_until IS NULL OR d.lease_until <= ?1)
+               AND d.event_seq = (
                 SELECT MIN(x.event_seq) FROM webhook_deliveries x
                 WHERE x.state = 'pending' AND x.tenant = d.tenant AND x.webhook = d.webhook)
              ORDER BY d.next_attempt_at, d.id"
-        ))?;
-        let rows = stmt
-            .query_map([], read_delivery)?
-            .collect::<rusqlite::Result<Vec<_>>>()?;
+        ), params![unix_millis()], read_delivery)?;
         Ok(rows)
+    }
+
+    /// Lease delivery `id` for one attempt by `holder`, from `now_ms` for `lease_ms`: `true`
+    /// when this holder may attempt it now, `false` when it is not pending or another holder's
+    /// lease runs (one attempt at a time per delivery, whatever the number of processes: the
+    /// check and the write are one statement, the row locked by it). The outcome of the
+    /// attempt ([`Store::delivery_succeeded`], [`Store::delivery_failed`],
+    /// [`Store::delivery_cancelled`]) ends the lease; a holder that never records one loses it
+    /// when it runs out. A leased delivery is not a head ([`Store::deliveries_heads`]) meanwhile.
+    pub fn delivery_lease(
+        &self,
+        id: i64,
+        holder: &str,
+        now_ms: i64,
+        lease_ms: i64,
+    ) -> Result<bool> {
+        let n = self.conn()?.execute(
+            "UPDATE webhook_deliveries SET lease_holder = ?2, lease_until = ?3
+              WHERE id = ?1 AND state = 'pending' AND (lease_until IS NULL OR lease_until <= ?4)",
+            params![id, holder, now_ms.saturating_add(lease_ms), now_ms],
+        )?;
+        Ok(n == 1)
     }
 
     /// The receiver answered 2xx.
     pub fn delivery_succeeded(&self, id: i64, status: u16) -> Result<()> {
-        self.conn().execute(
-            "UPDATE webhook_deliveries SET state = 'delivered', attempts = attempts + 1, last_status = ?2, delivered_at = ?3
+        self.conn()?.execute(
+            "UPDATE webhook_deliveries SET state = 'delivered', attempts = attempts + 1, lease_holder = NULL, lease_until = NULL, last_status = ?2, delivered_at = ?3
              WHERE id = ?1 AND state = 'pending'",
             params![id, status, now_millis()],
         )?;
@@ -163,7 +179,7 @@ impl Store {
         status: Option<u16>,
         retry_at: Option<i64>,
     ) -> Result<Option<String>> {
-        let mut conn = self.conn();
+        let mut conn = self.conn()?;
         let tx = conn.transaction()?;
         let (state, attempts, tenant, webhook, event_seq) = delivery_state(&tx, id)?;
         if state != "pending" {
@@ -173,7 +189,7 @@ impl Store {
         let dead = match retry_at {
             Some(at) => {
                 tx.execute(
-                    "UPDATE webhook_deliveries SET attempts = ?2, failures = failures + 1, last_error = ?3, last_status = ?4, next_attempt_at = ?5
+                    "UPDATE webhook_deliveries SET attempts = ?2, failures = failures + 1, last_error = ?3, last_status = ?4, next_attempt_at = ?5, lease_holder = NULL, lease_until = NULL
                      WHERE id = ?1",
                     params![id, attempts, error, status, at],
                 )?;
@@ -181,7 +197,7 @@ impl Store {
             }
             None => {
                 tx.execute(
-                    "UPDATE webhook_deliveries SET state = 'dead', attempts = ?2, failures = failures + 1, last_error = ?3, last_status = ?4
+                    "UPDATE webhook_deliveries SET state = 'dead', attempts = ?2, failures = failures + 1, last_error = ?3, last_status = ?4, lease_holder = NULL, lease_until = NULL
                      WHERE id = ?1",
                     params![id, attempts, error, status],
                 )?;
@@ -200,8 +216,8 @@ impl Store {
 
     /// The delivery will not be attempted (its webhook is gone or no longer wants the event).
     pub fn delivery_cancelled(&self, id: i64, reason: &str) -> Result<()> {
-        self.conn().execute(
-            "UPDATE webhook_deliveries SET state = 'cancelled', last_error = ?2 WHERE id = ?1 AND state = 'pending'",
+        self.conn()?.execute(
+            "UPDATE webhook_deliveries SET state = 'cancelled', last_error = ?2, lease_holder = NULL, lease_until = NULL WHERE id = ?1 AND state = 'pending'",
             params![id, reason],
         )?;
         Ok(())
@@ -209,25 +225,24 @@ impl Store {
 
     /// Dead letters of a tenant not replayed, newest first.
     pub fn dead_letters(&self, tenant: &str) -> Result<Vec<DeadLetter>> {
-        let conn = self.conn();
-        let mut stmt = conn.prepare_cached(
+        let conn = self.conn()?;
+        let rows = conn.query_map(
             "SELECT l.id, l.webhook, l.attempts, l.last_error, l.last_status, l.dead_at, e.body
              FROM dead_letters l JOIN events e ON e.seq = l.event_seq
              WHERE l.tenant = ?1 AND l.replayed_at IS NULL ORDER BY l.dead_at DESC, l.rowid DESC",
-        )?;
-        let rows = stmt
-            .query_map(params![tenant], |r| {
+            params![tenant],
+            |r| {
                 Ok((
-                    r.get::<_, String>(0)?,
-                    r.get::<_, String>(1)?,
-                    r.get::<_, u32>(2)?,
-                    r.get::<_, Option<String>>(3)?,
-                    r.get::<_, Option<u16>>(4)?,
-                    r.get::<_, String>(5)?,
-                    r.get::<_, String>(6)?,
+                    r.get::<String>(0)?,
+                    r.get::<String>(1)?,
+                    r.get::<u32>(2)?,
+                    r.get::<Option<String>>(3)?,
+                    r.get::<Option<u16>>(4)?,
+                    r.get::<String>(5)?,
+                    r.get::<String>(6)?,
                 ))
-            })?
-            .collect::<rusqlite::Result<Vec<_>>>()?;
+            },
+        )?;
         rows.into_iter()
             .map(
                 |(id, webhook, attempts, last_error, last_status, dead_at, body)| {
@@ -253,7 +268,7 @@ impl Store {
             .into_iter()
             .find(|l| l.id == id)
             .ok_or_else(|| StoreError::not_found("dead letter", id))?;
-        let mut conn = self.conn();
+        let mut conn = self.conn()?;
         let tx = conn.transaction()?;
         let delivery: i64 = tx.query_row(
             "SELECT delivery_id FROM dead_letters WHERE id = ?1",
@@ -268,7 +283,7 @@ impl Store {
             return Err(StoreError::not_found("dead letter", id));
         }
         tx.execute(
-            "UPDATE webhook_deliveries SET state = 'pending', attempts = 0, next_attempt_at = ?2 WHERE id = ?1",
+            "UPDATE webhook_deliveries SET state = 'pending', attempts = 0, next_attempt_at = ?2, lease_holder = NULL, lease_until = NULL WHERE id = ?1",
             params![delivery, unix_millis()],
         )?;
         tx.commit()?;
@@ -279,17 +294,17 @@ impl Store {
 
     /// Counters and gauges of webhook delivery.
     pub fn webhook_stats(&self) -> Result<WebhookStats> {
-        let conn = self.conn();
+        let conn = self.conn()?;
         let stats = conn.query_row(
             "SELECT
                 (SELECT COUNT(*) FROM events),
                 (SELECT COUNT(*) FROM webhook_deliveries WHERE state = 'delivered'),
-                (SELECT COALESCE(SUM(failures), 0) FROM webhook_deliveries),
+                (SELECT CAST(COALESCE(SUM(failures), 0) AS BIGINT) FROM webhook_deliveries),
                 (SELECT COUNT(*) FROM webhook_deliveries WHERE state = 'pending'),
                 (SELECT COUNT(*) FROM dead_letters WHERE replayed_at IS NULL)",
-            [],
+            params![],
             |r| {
-                let n = |i: usize| r.get::<_, i64>(i).map(|v| v.max(0) as u64);
+                let n = |i: usize| r.get::<i64>(i).map(|v| v.max(0) as u64);
                 Ok(WebhookStats {
                     events: n(0)?,
                     delivered: n(1)?,

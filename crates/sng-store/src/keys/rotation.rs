@@ -2,7 +2,7 @@
 //! (its secrets and state versions re-sealed), the upgrade of rows of the previous scheme, and
 //! the scrubbing of the values they replace.
 
-use rusqlite::{params, Connection};
+use crate::db::{params, Exec, ExecExt as _};
 use serde_json::Value;
 use sng_api::Kind;
 
@@ -15,22 +15,28 @@ use crate::{Result, Store, StoreError};
 /// Run `f` in one transaction with `secure_delete` on, so that the values it replaces (secrets
 /// in clear, data keys wrapped by a retired master key, values sealed by an older data key) are
 /// zeroed in the database file; then, if `f` changed anything, move the write-ahead log into
-/// the file and empty it, so no old copy stays there either.
+/// the file and empty it, so no old copy stays there either. PostgreSQL: one transaction
+/// (replaced rows stay in the table files until `VACUUM` reclaims them).
 pub(crate) fn scrubbing<T>(
-    conn: &mut Connection,
-    f: impl FnOnce(&Connection) -> Result<(T, bool)>,
+    conn: &mut crate::db::Conn<'_>,
+    f: impl FnOnce(&dyn Exec) -> Result<(T, bool)>,
 ) -> Result<T> {
-    conn.pragma_update(None, "secure_delete", "ON")?;
+    let sqlite = conn.sqlite().is_some();
+    if let Some(c) = conn.sqlite() {
+        c.pragma_update(None, "secure_delete", "ON")?;
+    }
     let out: Result<(T, bool)> = (|| {
         let tx = conn.transaction()?;
         let out = f(&tx)?;
         tx.commit()?;
         Ok(out)
     })();
-    conn.pragma_update(None, "secure_delete", "OFF")?;
+    if let Some(c) = conn.sqlite() {
+        c.pragma_update(None, "secure_delete", "OFF")?;
+    }
     let (value, changed) = out?;
-    if changed {
-        conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))?;
+    if let (true, Some(c)) = (changed && sqlite, conn.sqlite()) {
+        c.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))?;
     }
     Ok(value)
 }
@@ -39,12 +45,14 @@ pub(crate) fn scrubbing<T>(
 /// key of their tenant.
 fn reseal_states(keys: &mut Keyring<'_>, select: &str, args: &[&str]) -> Result<usize> {
     let conn = keys.conn;
-    let rows: Vec<(String, String, i64)> = conn
-        .prepare(select)?
-        .query_map(rusqlite::params_from_iter(args), |r| {
-            Ok((r.get(0)?, r.get(1)?, r.get(2)?))
-        })?
-        .collect::<rusqlite::Result<_>>()?;
+    let rows: Vec<(String, String, i64)> = conn.query_map(
+        select,
+        &args
+            .iter()
+            .map(|a| a as &dyn crate::db::ToParam)
+            .collect::<Vec<_>>(),
+        |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+    )?;
     for (tenant, ws, serial) in &rows {
         let (body, version): (Vec<u8>, Option<i64>) = conn.query_row(
             "SELECT body, key_version FROM state_versions WHERE tenant = ?1 AND workspace = ?2 AND serial = ?3",
@@ -65,12 +73,14 @@ fn reseal_states(keys: &mut Keyring<'_>, select: &str, args: &[&str]) -> Result<
 /// Neither `resourceVersion` nor `generation` change: the content is the same.
 fn reseal_secrets(keys: &mut Keyring<'_>, select: &str, args: &[&str]) -> Result<usize> {
     let conn = keys.conn;
-    let rows: Vec<(String, String)> = conn
-        .prepare(select)?
-        .query_map(rusqlite::params_from_iter(args), |r| {
-            Ok((r.get(0)?, r.get(1)?))
-        })?
-        .collect::<rusqlite::Result<_>>()?;
+    let rows: Vec<(String, String)> = conn.query_map(
+        select,
+        &args
+            .iter()
+            .map(|a| a as &dyn crate::db::ToParam)
+            .collect::<Vec<_>>(),
+        |r| Ok((r.get(0)?, r.get(1)?)),
+    )?;
     let kind = Kind::Secret;
     for (tenant, name) in &rows {
         let (uid, spec, sealed, version): (String, String, Option<Vec<u8>>, Option<i64>) = conn
@@ -112,7 +122,7 @@ fn reseal_secrets(keys: &mut Keyring<'_>, select: &str, args: &[&str]) -> Result
 
 /// Re-seal every row of the previous scheme under the data key of its tenant (one call on
 /// open; nothing to do afterwards). Returns (secrets, state versions) upgraded.
-pub(crate) fn upgrade_legacy(conn: &Connection, master: &MasterKey) -> Result<(usize, usize)> {
+pub(crate) fn upgrade_legacy(conn: &dyn Exec, master: &MasterKey) -> Result<(usize, usize)> {
     let mut keys = Keyring::new(conn, master);
     let states = reseal_states(
         &mut keys,
@@ -131,16 +141,21 @@ impl Store {
     /// Re-wrap every data key under `new_key`, in one transaction; the data is not re-encrypted.
     /// From then on this store uses `new_key`, and the previous master key opens nothing.
     pub fn rotate_master_key(&self, new_key: &[u8; 32]) -> Result<MasterKeyRotation> {
-        let mut conn = self.conn();
-        let old = self.master();
+        let mut conn = self.conn()?;
+        // Held until the new key is in use: no operation of this store opens a data key with
+        // the old one meanwhile (the other processes on the same PostgreSQL database must be
+        // restarted with the new key: theirs is refused from the commit on).
+        let mut master = self.master.write().unwrap_or_else(|p| p.into_inner());
+        let old = master.clone();
         let new = MasterKey::new(new_key);
         let rewrapped = scrubbing(&mut conn, |tx| {
             check_master_key(tx, &old)?;
             upgrade_legacy(tx, &old)?;
-            let rows: Vec<(String, i64, String, Vec<u8>)> = tx
-                .prepare("SELECT tenant, version, kek_id, wrapped FROM tenant_keys")?
-                .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?
-                .collect::<rusqlite::Result<_>>()?;
+            let rows: Vec<(String, i64, String, Vec<u8>)> = tx.query_map(
+                "SELECT tenant, version, kek_id, wrapped FROM tenant_keys",
+                params![],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
+            )?;
             for (tenant, version, kek_id, wrapped) in &rows {
                 let dek = unwrap_dek(&old, tenant, *version, kek_id, wrapped)?;
                 let rewrapped = new.cipher.seal(&dek, &wrap_aad(tenant, *version));
@@ -151,7 +166,7 @@ impl Store {
             }
             Ok((rows.len(), true))
         })?;
-        *self.master.write().unwrap_or_else(|p| p.into_inner()) = new.clone();
+        *master = new.clone();
         Ok(MasterKeyRotation {
             old_key_id: old.id,
             new_key_id: new.id,
@@ -171,7 +186,7 @@ impl Store {
         tenant: &str,
         by: Option<&crate::Actor>,
     ) -> Result<TenantKeyRotation> {
-        let mut conn = self.conn();
+        let mut conn = self.conn()?;
         let master = self.master();
         scrubbing(&mut conn, |tx| {
             let (r, changed) = Self::rotate_tenant_key_in(tx, &master, tenant)?;
@@ -191,7 +206,7 @@ impl Store {
     }
 
     fn rotate_tenant_key_in(
-        tx: &Connection,
+        tx: &dyn Exec,
         master: &MasterKey,
         tenant: &str,
     ) -> Result<(TenantKeyRotation, bool)> {

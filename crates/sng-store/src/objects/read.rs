@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use rusqlite::params;
+use crate::db::{params, ExecExt as _};
 use serde_json::Value;
 use sng_api::{Kind, Object};
 
@@ -14,7 +14,7 @@ use crate::{Result, Store, StoreError};
 impl Store {
     /// One object, or `None`.
     pub fn get(&self, kind: Kind, tenant: &str, name: &str) -> Result<Option<Object>> {
-        let conn = self.conn();
+        let conn = self.conn()?;
         let master = self.master();
         let mut keys = Keyring::new(&conn, &master);
         get_row(&conn, kind, tenant, name)?
@@ -31,7 +31,7 @@ impl Store {
         key: &str,
     ) -> Result<Vec<String>> {
         use base64::Engine as _;
-        let conn = self.conn();
+        let conn = self.conn()?;
         let master = self.master();
         let mut keys = Keyring::new(&conn, &master);
         let Some(row) = get_row(&conn, Kind::Secret, tenant, name)? else {
@@ -59,15 +59,13 @@ impl Store {
 
     /// Every object of a kind in a tenant, by name.
     pub fn list(&self, kind: Kind, tenant: &str) -> Result<Vec<Object>> {
-        let conn = self.conn();
+        let conn = self.conn()?;
         let master = self.master();
-        let mut stmt = conn.prepare_cached(&format!(
-            "SELECT {COLUMNS} FROM objects WHERE tenant = ?1 AND kind = ?2 ORDER BY name"
-        ))?;
-        let rows = stmt
-            .query_map(params![scope(kind, tenant), kind.as_str()], read_row)?
-            .collect::<rusqlite::Result<Vec<_>>>()?;
-        drop(stmt);
+        let rows = conn.query_map(
+            &format!("SELECT {COLUMNS} FROM objects WHERE tenant = ?1 AND kind = ?2 ORDER BY name"),
+            params![scope(kind, tenant), kind.as_str()],
+            read_row,
+        )?;
         // Sealed specs are opened with the connection (data keys); decoding, the bulk of the
         // work for thousands of rows, is done after releasing it.
         let opened = {
@@ -103,30 +101,19 @@ impl Store {
         }
         // One more row than asked tells whether more remain.
         let fetch = i64::try_from(limit).unwrap_or(i64::MAX).saturating_add(1);
-        let conn = self.conn();
+        let conn = self.conn()?;
         let master = self.master();
         let mut rows = match after {
-            Some(after) => {
-                let mut stmt = conn.prepare_cached(&format!(
-                    "SELECT {COLUMNS} FROM objects WHERE tenant = ?1 AND kind = ?2 AND name > ?3 ORDER BY name LIMIT ?4"
-                ))?;
-                let rows = stmt
-                    .query_map(
-                        params![scope(kind, tenant), kind.as_str(), after, fetch],
-                        read_row,
-                    )?
-                    .collect::<rusqlite::Result<Vec<_>>>()?;
-                rows
-            }
-            None => {
-                let mut stmt = conn.prepare_cached(&format!(
-                    "SELECT {COLUMNS} FROM objects WHERE tenant = ?1 AND kind = ?2 ORDER BY name LIMIT ?3"
-                ))?;
-                let rows = stmt
-                    .query_map(params![scope(kind, tenant), kind.as_str(), fetch], read_row)?
-                    .collect::<rusqlite::Result<Vec<_>>>()?;
-                rows
-            }
+            Some(after) => conn.query_map(
+                &format!("SELECT {COLUMNS} FROM objects WHERE tenant = ?1 AND kind = ?2 AND name > ?3 ORDER BY name LIMIT ?4"),
+                params![scope(kind, tenant), kind.as_str(), after, fetch],
+                read_row,
+            )?,
+            None => conn.query_map(
+                &format!("SELECT {COLUMNS} FROM objects WHERE tenant = ?1 AND kind = ?2 ORDER BY name LIMIT ?3"),
+                params![scope(kind, tenant), kind.as_str(), fetch],
+                read_row,
+            )?,
         };
         let more = rows.len() > limit;
         rows.truncate(limit);
@@ -145,10 +132,12 @@ impl Store {
 
     /// Number of objects per kind in a tenant (for listings of tenants).
     pub fn count(&self, tenant: &str) -> Result<BTreeMap<String, i64>> {
-        let conn = self.conn();
-        let mut stmt = conn
-            .prepare_cached("SELECT kind, COUNT(*) FROM objects WHERE tenant = ?1 GROUP BY kind")?;
-        let rows = stmt.query_map(params![tenant], |r| Ok((r.get(0)?, r.get(1)?)))?;
-        Ok(rows.collect::<rusqlite::Result<_>>()?)
+        let conn = self.conn()?;
+        let rows = conn.query_map(
+            "SELECT kind, COUNT(*) FROM objects WHERE tenant = ?1 GROUP BY kind",
+            params![tenant],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )?;
+        Ok(rows.into_iter().collect())
     }
 }

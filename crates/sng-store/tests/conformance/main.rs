@@ -1,7 +1,7 @@
 //! The conformance suite of the ports of `sng-core` (objects, runs and their logs, state,
 //! tokens, the outbox, the change feed, the job queue with leases): one module per port, each contract a function generic over the ports (plus a small [`Fixture`]
-//! for what it sets up), run here against a fresh in-memory SQLite store by [`sqlite!`]. A
-//! PostgreSQL store runs the same functions against itself.
+//! for what it sets up), run here against a fresh in-memory SQLite store and a store on a fresh PostgreSQL
+//! database, by [`every_contract!`].
 
 mod feed;
 mod jobs;
@@ -72,16 +72,31 @@ pub fn run(tenant: &str, workspace: &str, id: &str, phase: &str) -> RunRecord {
     }
 }
 
-/// Each contract function against a fresh in-memory SQLite store, one test module per port.
-macro_rules! sqlite {
-    ($($port:ident { $($name:ident),* $(,)? })*) => {
-        mod sqlite {
+/// A fresh in-memory SQLite store.
+pub fn on_sqlite(contract: impl FnOnce(&Store)) {
+    contract(&Store::open_in_memory().unwrap());
+}
+
+/// A store on a fresh PostgreSQL database of its own (see [`sng_store::testing::TestDb`]:
+/// `SNG_TEST_DATABASE` names the server; without it the test fails unless `SNG_TEST_NO_PG=1`).
+pub fn on_postgres(contract: impl FnOnce(&Store)) {
+    let Some(db) = sng_store::testing::TestDb::new() else {
+        return;
+    };
+    contract(&db.store());
+}
+
+/// Each contract function against a fresh store of one backend (`on_sqlite`, `on_postgres`),
+/// one test module per port.
+macro_rules! suite {
+    ($backend:ident => $with:path; $($port:ident { $($name:ident),* $(,)? })*) => {
+        mod $backend {
             $(
                 mod $port {
                     $(
                         #[test]
                         fn $name() {
-                            crate::$port::$name(&sng_store::Store::open_in_memory().unwrap());
+                            $with(|s| crate::$port::$name(s));
                         }
                     )*
                 }
@@ -90,48 +105,56 @@ macro_rules! sqlite {
     };
 }
 
-sqlite! {
-    objects {
-        an_object_round_trips_with_its_metadata,
-        objects_are_scoped_by_tenant,
-        a_spec_change_raises_the_generation_and_a_stale_version_is_refused,
-        an_apply_is_all_or_nothing_and_a_dry_run_writes_nothing,
-        a_status_write_keeps_the_generation_and_checks_the_version,
-        paging_objects_never_skips_nor_repeats,
-        a_deletion_that_waits_marks_the_object_first,
-        object_versions_follow_every_write,
-        the_revision_moves_with_every_object_write_and_only_then,
-    }
-    runs {
-        a_run_round_trips_and_keeps_the_decisions_of_others,
-        paging_runs_never_skips_nor_repeats,
-        the_last_ended_run_follows_every_write,
-        a_log_is_appended_in_order_and_read_from_an_offset,
-        a_log_belongs_to_a_run_of_its_tenant,
-        late_masking_rewrites_the_stored_log_and_its_offsets,
-    }
-    state {
-        a_state_round_trips_and_every_version_is_kept,
-        a_held_lock_fences_every_other_writer,
-        locks_are_scoped_by_tenant_and_workspace,
-    }
-    tokens {
-        a_token_is_checked_by_its_value_and_never_listed_with_it,
-        tokens_are_scoped_by_tenant,
-        revoked_and_expired_tokens_are_refused,
-        run_tokens_live_as_long_as_their_run,
-    }
-    outbox {
-        an_event_enters_the_outbox_once_and_only_when_it_keeps_the_rules,
-        each_webhook_gets_its_events_in_order,
-        a_dispatch_is_idempotent,
-    }
-    feed {
-        the_change_feed_wakes_on_a_commit,
-        a_write_that_commits_nothing_does_not_wake,
-        each_commit_counts_in_its_topic,
-    }
+/// Every contract, against `$backend`.
+macro_rules! every_contract {
+    ($backend:ident, $with:path) => {
+        suite! { $backend => $with;
+            objects {
+                an_object_round_trips_with_its_metadata,
+                objects_are_scoped_by_tenant,
+                a_spec_change_raises_the_generation_and_a_stale_version_is_refused,
+                an_apply_is_all_or_nothing_and_a_dry_run_writes_nothing,
+                a_status_write_keeps_the_generation_and_checks_the_version,
+                paging_objects_never_skips_nor_repeats,
+                a_deletion_that_waits_marks_the_object_first,
+                object_versions_follow_every_write,
+                the_revision_moves_with_every_object_write_and_only_then,
+            }
+            runs {
+                a_run_round_trips_and_keeps_the_decisions_of_others,
+                paging_runs_never_skips_nor_repeats,
+                the_last_ended_run_follows_every_write,
+                a_log_is_appended_in_order_and_read_from_an_offset,
+                a_log_belongs_to_a_run_of_its_tenant,
+                late_masking_rewrites_the_stored_log_and_its_offsets,
+            }
+            state {
+                a_state_round_trips_and_every_version_is_kept,
+                a_held_lock_fences_every_other_writer,
+                locks_are_scoped_by_tenant_and_workspace,
+            }
+            tokens {
+                a_token_is_checked_by_its_value_and_never_listed_with_it,
+                tokens_are_scoped_by_tenant,
+                revoked_and_expired_tokens_are_refused,
+                run_tokens_live_as_long_as_their_run,
+            }
+            outbox {
+                an_event_enters_the_outbox_once_and_only_when_it_keeps_the_rules,
+                each_webhook_gets_its_events_in_order,
+                a_dispatch_is_idempotent,
+            }
+            feed {
+                the_change_feed_wakes_on_a_commit,
+                a_write_that_commits_nothing_does_not_wake,
+                each_commit_counts_in_its_topic,
+            }
+        }
+    };
 }
+
+every_contract!(sqlite, crate::on_sqlite);
+every_contract!(postgres, crate::on_postgres);
 
 /// The store's error names no database library: every variant is built here from plain values
 /// (a database's own error is only a boxed cause, its message kept for the logs), and the match

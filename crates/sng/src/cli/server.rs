@@ -45,6 +45,14 @@ pub struct ServerArgs {
     /// `TF_LOG` level given to the engine (logs are masked whatever the level).
     #[arg(long, env = "SNG_ENGINE_LOG")]
     pub engine_log: Option<String>,
+    /// Store everything in this PostgreSQL database (postgres://USER@HOST:PORT/DB), shared by
+    /// every replica; without it, SQLite in the data directory.
+    #[arg(long, env = "SNG_DATABASE")]
+    pub database: Option<String>,
+    /// The master key (32 bytes, 0600; created when missing): the same file on every replica.
+    /// Default: DATA_DIR/master.key.
+    #[arg(long, env = "SNG_MASTER_KEY_FILE")]
+    pub master_key_file: Option<PathBuf>,
 }
 
 #[derive(Subcommand, Debug)]
@@ -68,6 +76,11 @@ fn chain(e: &dyn std::error::Error) -> String {
 /// Run `sng server` with its arguments.
 pub fn run(args: ServerArgs) -> Result<(), CliError> {
     if let Some(ServerMaintenance::RotateMasterKey) = args.maintenance {
+        if args.database.is_some() || args.master_key_file.is_some() {
+            return Err(CliError::rejected(
+                "rotate-master-key rotates the key of a data directory's SQLite store; with --database or --master-key-file it is not supported yet",
+            ));
+        }
         let r = sng_server::rotate_master_key(&args.data_dir)
             .map_err(|e| CliError::rejected(chain(&e)))?;
         println!(
@@ -98,6 +111,8 @@ pub fn run(args: ServerArgs) -> Result<(), CliError> {
         sandbox_rw: args.sandbox_rw,
         run_timeout: args.run_timeout,
         engine_log: args.engine_log,
+        database: args.database,
+        master_key_file: args.master_key_file,
     };
     runtime
         .block_on(sng_server::run(config))

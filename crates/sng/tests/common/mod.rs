@@ -25,6 +25,43 @@ pub fn wait_for<T>(what: &str, timeout: Duration, mut check: impl FnMut() -> Opt
     }
 }
 
+/// With `SNG_E2E_DATABASE` (a PostgreSQL server URL), each data directory's server stores
+/// everything in a database of its own on that server, created on its first start and kept for
+/// its restarts (its URL in `DIR/database.url`): the end-to-end tests run against PostgreSQL.
+pub fn database_args(dir: &Path) -> Vec<String> {
+    let Some(admin) = std::env::var("SNG_E2E_DATABASE")
+        .ok()
+        .filter(|u| !u.is_empty())
+    else {
+        return vec![];
+    };
+    let file = dir.join("database.url");
+    if let Ok(url) = std::fs::read_to_string(&file) {
+        return vec!["--database".into(), url.trim().to_string()];
+    }
+    let url = create_database(&admin);
+    std::fs::create_dir_all(dir).unwrap();
+    std::fs::write(&file, &url).unwrap();
+    vec!["--database".into(), url]
+}
+
+/// A fresh database on the PostgreSQL server at `admin`: its URL.
+pub fn create_database(admin: &str) -> String {
+    let name = format!("sng_e2e_{}", rand::random::<u64>());
+    let out = Command::new("psql")
+        .args([admin, "-qAt", "-c", &format!("CREATE DATABASE {name}")])
+        .output()
+        .expect("psql");
+    assert!(out.status.success(), "CREATE DATABASE: {}", err(&out));
+    let (base, _) = admin.rsplit_once('/').expect("a URL with a database");
+    format!("{base}/{name}")
+}
+
+/// Whether the end-to-end tests run against PostgreSQL (`SNG_E2E_DATABASE`).
+pub fn on_postgres() -> bool {
+    std::env::var("SNG_E2E_DATABASE").is_ok_and(|u| !u.is_empty())
+}
+
 pub struct Server {
     pub child: Option<Child>,
     pub dir: PathBuf,
@@ -53,6 +90,7 @@ impl Server {
         let child = Command::new(SNG)
             .args(["server", "--listen", "127.0.0.1:0", "--data-dir"])
             .arg(dir)
+            .args(database_args(dir))
             .args(extra)
             .env(
                 "SNG_LOG",
