@@ -16,10 +16,19 @@ demo: setup build
 setup:
 	scripts/setup.sh
 
-## test: install what tests need, then run every test.
+## test: install what tests need, start a PostgreSQL of its own, then run every test: all of
+## them on the embedded SQLite (the store's tests and the replica tests on PostgreSQL too),
+## then every end-to-end test binary again against PostgreSQL, but those of PG_E2E_SKIP (the
+## master key rotation and the raw SQLite file checks are the data directory's; the replica
+## tests ran already).
+PG_E2E_SKIP ?= keys rotation replicas
+PG_E2E := $(filter-out $(PG_E2E_SKIP),$(basename $(notdir $(wildcard crates/sng/tests/*.rs))))
 test: setup
-	$(CARGO) test --workspace --all-targets
-	$(CARGO) test --workspace --doc
+	@url=$$(scripts/pg.sh start) && \
+	  SNG_TEST_DATABASE=$$url $(CARGO) test --workspace --all-targets && \
+	  SNG_TEST_DATABASE=$$url $(CARGO) test --workspace --doc && \
+	  SNG_TEST_DATABASE=$$url SNG_E2E_DATABASE=$$url $(CARGO) test -p sng $(addprefix --test ,$(PG_E2E)); \
+	  rc=$$?; scripts/pg.sh stop; exit $$rc
 
 lint:
 	$(CARGO) fmt --all -- --check

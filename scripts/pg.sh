@@ -7,7 +7,15 @@
 set -euo pipefail
 
 PORT="${SNG_PG_PORT:-55432}"
-BIN="${SNG_PG_BIN:-/usr/lib/postgresql/15/bin}"
+# PostgreSQL 15 where installed, else the newest major installed.
+default_bin() {
+  if [ -x /usr/lib/postgresql/15/bin/initdb ]; then
+    echo /usr/lib/postgresql/15/bin
+  else
+    ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1
+  fi
+}
+BIN="${SNG_PG_BIN:-$(default_bin)}"
 STATE="${TMPDIR:-/tmp}/sng-pg-$PORT"
 URL="postgres://postgres@127.0.0.1:$PORT/postgres"
 

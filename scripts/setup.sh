@@ -20,12 +20,20 @@ command -v protoc >/dev/null || need_apt+=(protobuf-compiler)
 [ -f /usr/include/google/protobuf/empty.proto ] || need_apt+=(libprotobuf-dev)
 command -v cc >/dev/null || need_apt+=(gcc)
 command -v curl >/dev/null || need_apt+=(curl)
+# PostgreSQL 15 (the store's second backend; the tests start their own server, scripts/pg.sh).
+ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need_apt+=(postgresql-15)
+command -v psql >/dev/null || need_apt+=(postgresql-client-15)
 
 if [ ${#need_apt[@]} -gt 0 ]; then
   SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
   echo "setup: installing ${need_apt[*]}" >&2
   $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >/dev/null
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >/dev/null || {
+    # Another Debian release packages another PostgreSQL major: take its default one.
+    pkgs=("${need_apt[@]/postgresql-15/postgresql}")
+    pkgs=("${pkgs[@]/postgresql-client-15/postgresql-client}")
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${pkgs[@]}" >/dev/null
+  }
 fi
 # The Debian package starts a registry service on :5000; the tests start their own.
 if command -v systemctl >/dev/null && systemctl is-active --quiet docker-registry 2>/dev/null; then

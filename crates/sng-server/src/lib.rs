@@ -52,6 +52,9 @@ pub struct Config {
     /// The master key (`--master-key-file`): the same file on every replica; else
     /// `DATA_DIR/master.key`. Created (0600) when missing.
     pub master_key_file: Option<PathBuf>,
+    /// How long a run's lease lasts without a heartbeat (`--lease`): a replica that dies is
+    /// noticed by another one that long after its last heartbeat.
+    pub lease: Option<std::time::Duration>,
 }
 
 impl Config {
@@ -244,6 +247,9 @@ fn master_key(path: &Path) -> Result<[u8; 32], ServerError> {
 pub async fn run(config: Config) -> Result<(), ServerError> {
     // Shared with other servers; `sng server rotate-master-key` needs it alone.
     let _data_dir_lock = keys::lock_data_dir(&config.data_dir, false)?;
+    if let Some(lease) = config.lease {
+        platform::agent::set_lease(lease);
+    }
     let store = Arc::new(open_store_at(config.store_location())?);
     import_log_files(&store, &config.data_dir.join("logs"));
     let listener = tokio::net::TcpListener::bind(&config.listen)

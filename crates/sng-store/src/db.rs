@@ -536,12 +536,12 @@ impl Drop for Pool {
 }
 
 /// A pooled PostgreSQL connection, given back (or, when broken, closed) off the runtime.
-pub(crate) struct PgConnection(Option<PgConn>);
+pub(crate) struct PgConnection(Option<Box<PgConn>>);
 
 impl PgConnection {
     /// A connection from `pool`.
     pub(crate) fn get(pool: &PgPool) -> Result<PgConnection> {
-        Ok(PgConnection(Some(off_runtime(|| pool.get())?)))
+        Ok(PgConnection(Some(Box::new(off_runtime(|| pool.get())?))))
     }
 
     fn client(&mut self) -> &mut postgres::Client {

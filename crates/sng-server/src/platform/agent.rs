@@ -23,9 +23,21 @@ use tokio_util::sync::CancellationToken;
 
 use super::Platform;
 
-/// How long a lease lasts without a heartbeat: `SNG_LEASE_SECONDS`, 15 s by default. A holder
-/// renews it every third of that.
+/// The lease set by `sng server --lease`, in milliseconds.
+static LEASE_MS: std::sync::OnceLock<i64> = std::sync::OnceLock::new();
+
+/// Set how long leases last in this process (`sng server --lease`), once, before any claim.
+pub fn set_lease(lease: Duration) {
+    let _ = LEASE_MS.set((lease.as_millis() as i64).max(1));
+}
+
+/// How long a lease lasts without a heartbeat: `--lease`, else `SNG_LEASE_SECONDS`, 15 s by
+/// default. A holder renews it every third of that; a holder that stops (killed, paused, cut
+/// off) is noticed by another process once it runs out.
 pub fn lease_ms() -> i64 {
+    if let Some(ms) = LEASE_MS.get() {
+        return *ms;
+    }
     std::env::var("SNG_LEASE_SECONDS")
         .ok()
         .and_then(|v| v.parse::<f64>().ok())

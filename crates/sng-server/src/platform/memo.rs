@@ -333,7 +333,7 @@ mod tests {
         let outputs = Versions::from([((Kind::Secret, parent.outputs_secret_name()), 9)]);
         let unrelated = Versions::from([((Kind::Secret, "other".to_string()), 9)]);
         let moved_parent = snap(&[child.clone(), ws("parent", "4", &[])]);
-        let no_parent = snap(&[child.clone()]);
+        let no_parent = snap(std::slice::from_ref(&child));
         let grandchild = snap(&[child.clone(), parent.clone(), ws("g", "1", &["child"])]);
         let cycle = snap(&[ws("child", "5", &["parent"]), ws("parent", "3", &["child"])]);
         for (f, why) in [

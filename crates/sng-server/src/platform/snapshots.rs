@@ -13,9 +13,12 @@ use super::Snapshot;
 /// Past this share of changed workspaces, the whole tenant is read again in one query.
 const RELOAD_SHARE: usize = 8;
 
+/// A snapshot and the versions it was taken at.
+type Taken = (Arc<Versions>, Arc<Snapshot>);
+
 /// The last snapshot of each tenant, and the versions it was taken at.
 #[derive(Default)]
-pub struct Snapshots(Mutex<HashMap<String, (Arc<Versions>, Arc<Snapshot>)>>);
+pub struct Snapshots(Mutex<HashMap<String, Taken>>);
 
 /// What to do with the kept workspaces of a tenant, given the versions read now (pure).
 #[derive(Debug, PartialEq, Eq)]

@@ -53,6 +53,10 @@ pub struct ServerArgs {
     /// Default: DATA_DIR/master.key.
     #[arg(long, env = "SNG_MASTER_KEY_FILE")]
     pub master_key_file: Option<PathBuf>,
+    /// How long a run's lease lasts without a heartbeat (Go duration; default 15s, or
+    /// SNG_LEASE_SECONDS): a replica killed mid-run is noticed by another that long after.
+    #[arg(long, value_parser = parse_duration)]
+    pub lease: Option<std::time::Duration>,
 }
 
 #[derive(Subcommand, Debug)]
@@ -113,6 +117,7 @@ pub fn run(args: ServerArgs) -> Result<(), CliError> {
         engine_log: args.engine_log,
         database: args.database,
         master_key_file: args.master_key_file,
+        lease: args.lease,
     };
     runtime
         .block_on(sng_server::run(config))

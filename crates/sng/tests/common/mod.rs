@@ -90,7 +90,11 @@ impl Server {
         let child = Command::new(SNG)
             .args(["server", "--listen", "127.0.0.1:0", "--data-dir"])
             .arg(dir)
-            .args(database_args(dir))
+            .args(if extra.contains(&"--database") {
+                vec![]
+            } else {
+                database_args(dir)
+            })
             .args(extra)
             .env(
                 "SNG_LOG",

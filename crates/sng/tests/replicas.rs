@@ -1,0 +1,280 @@
+//! Several replicas of `sng server` on one PostgreSQL database, end to end with the real
+//! engine: any replica answers any request and sees what the others did; `sng logs -f` through
+//! one replica follows a run another one executes; a replica killed (SIGKILL) or paused
+//! (SIGSTOP) during an apply is noticed by another once its lease runs out — the run recorded
+//! Interrupted, the lock released — and the workspace re-plans and converges, each run
+//! dispatched once. Needs `SNG_TEST_DATABASE` (a PostgreSQL server; `make test` starts one).
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use common::*;
+use serde_json::Value;
+
+/// A database of its own on the server of `SNG_TEST_DATABASE`, or `None` when the PostgreSQL
+/// tests are skipped (`SNG_TEST_NO_PG=1`).
+fn database() -> Option<String> {
+    match std::env::var("SNG_TEST_DATABASE") {
+        Ok(admin) if !admin.is_empty() => Some(create_database(&admin)),
+        _ if std::env::var("SNG_TEST_NO_PG").is_ok_and(|v| v == "1") => {
+            println!("skipped: replicas need PostgreSQL (SNG_TEST_NO_PG=1)");
+            None
+        }
+        _ => panic!(
+            "SNG_TEST_DATABASE is not set: the replica tests need a PostgreSQL server\n\
+             hint: bash scripts/pg.sh start, then \
+             SNG_TEST_DATABASE=postgres://postgres@127.0.0.1:55432/postgres cargo test"
+        ),
+    }
+}
+
+/// `n` replicas over one database and one master key, each with its own data directory
+/// (caches); the first one's admin token is the platform's.
+struct Replicas {
+    fx: Fixture,
+    servers: Vec<Server>,
+    work: PathBuf,
+}
+
+impl Replicas {
+    fn start(n: usize, extra: &[&str]) -> Option<Replicas> {
+        let db = database()?;
+        let fx = Fixture::new();
+        let work = fx.dir("work");
+        let key = fx.files.path().join("master.key");
+        let mut servers: Vec<Server> = Vec::new();
+        for i in 0..n {
+            let dir = fx.dir(&format!("replica-{i}"));
+            if let Some(first) = servers.first() {
+                // The admin token is written by the first start of the store only.
+                std::fs::write(dir.join("admin.token"), &first.token).unwrap();
+            }
+            let work = work.display().to_string();
+            let mut args = vec![
+                "--database",
+                &db,
+                "--master-key-file",
+                key.to_str().unwrap(),
+                "--sandbox-rw",
+                &work,
+            ];
+            args.extend_from_slice(extra);
+            servers.push(Server::start_runs(&dir, &registry_addr(&fx.reg), &args));
+        }
+        Some(Replicas { fx, servers, work })
+    }
+}
+
+/// A module whose resource `w` waits (`DIR/started` written) until `DIR/release` exists, and
+/// counts its creations in `DIR/created`.
+fn waiting_module(dir: &Path) -> String {
+    let d = dir.display();
+    format!(
+        r#"resource "terraform_data" "a" {{}}
+resource "terraform_data" "w" {{
+  depends_on = [terraform_data.a]
+  provisioner "local-exec" {{
+    command = "echo x >> {d}/created; touch {d}/started; i=0; while [ ! -e {d}/release ] && [ $i -lt 1200 ]; do sleep 0.1; i=$((i+1)); done"
+  }}
+}}
+output "done" {{ value = "yes" }}
+"#
+    )
+}
+
+/// The replica whose process runs the engine that waits in `work`: walks up from the waiting
+/// shell (its command line names `work/release`) to a replica's process.
+fn executing(servers: &[Server], work: &Path) -> usize {
+    let needle = format!("{}/release", work.display());
+    wait_for(
+        "the process of the waiting apply",
+        Duration::from_secs(60),
+        || {
+            for entry in std::fs::read_dir("/proc").ok()?.flatten() {
+                let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+                    continue;
+                };
+                let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+                if !String::from_utf8_lossy(&cmdline).contains(&needle) {
+                    continue;
+                }
+                let mut p = pid;
+                while p > 1 {
+                    if let Some(i) = servers
+                        .iter()
+                        .position(|s| s.child.as_ref().is_some_and(|c| c.id() == p))
+                    {
+                        return Some(i);
+                    }
+                    let status = std::fs::read_to_string(format!("/proc/{p}/status")).ok()?;
+                    p = status
+                        .lines()
+                        .find_map(|l| l.strip_prefix("PPid:"))?
+                        .trim()
+                        .parse()
+                        .ok()?;
+                }
+            }
+            None
+        },
+    )
+}
+
+fn runs_of(server: &Server, ws: &str) -> Vec<Value> {
+    server.runs(ws)["items"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+}
+
+#[test]
+fn any_replica_answers_and_follows_the_runs_of_the_others() {
+    let Some(r) = Replicas::start(3, &[]) else {
+        return;
+    };
+    let (a, b, c) = (&r.servers[0], &r.servers[1], &r.servers[2]);
+    r.fx.push_example("pet", "acme/pet", "1.0.0");
+    b.apply(&workspace_manifest(
+        "pet",
+        &r.fx.source("acme/pet"),
+        "1.0.0",
+        "",
+    ));
+    // Applied through B, run by whichever replica claimed it, Ready through A and C alike.
+    let ws = a.settled("pet");
+    assert_ready(&ws);
+    assert_eq!(c.settled("pet")["status"], ws["status"]);
+    for s in [a, b, c] {
+        assert_eq!(
+            runs_of(s, "pet").len(),
+            1,
+            "one run, seen alike by every replica"
+        );
+        assert_eq!(
+            s.state("pet")["versions"].as_array().map(Vec::len),
+            a.state("pet")["versions"].as_array().map(Vec::len)
+        );
+    }
+    // A run in progress on one replica, its log followed live through another.
+    r.fx.push_tf("acme/wait", "1", &waiting_module(&r.work));
+    a.apply(&workspace_manifest("w", &r.fx.source("acme/wait"), "1", ""));
+    wait_for("the apply to wait", Duration::from_secs(120), || {
+        r.work.join("started").exists().then_some(())
+    });
+    let runner = executing(&r.servers, &r.work);
+    let other = &r.servers[(runner + 1) % 3];
+    let run = wait_for("the run record", Duration::from_secs(30), || {
+        runs_of(other, "w").first()?["id"]
+            .as_str()
+            .map(String::from)
+    });
+    let follow = Command::new(SNG)
+        .args(["logs", "-f", &run])
+        .env("SNG_SERVER", &other.url)
+        .env("SNG_TOKEN", &other.token)
+        .env("SNG_TENANT", "default")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::fs::write(r.work.join("release"), "").unwrap();
+    let output = follow.wait_with_output().unwrap();
+    let text = out(&output);
+    assert!(output.status.success(), "{}{text}", err(&output));
+    assert!(
+        text.contains("Apply complete"),
+        "followed to its end: {text}"
+    );
+    assert_ready(&other.settled("w"));
+}
+
+#[test]
+fn a_replica_killed_during_an_apply_is_noticed_by_another_and_the_workspace_converges() {
+    let Some(mut r) = Replicas::start(2, &["--lease", "3s"]) else {
+        return;
+    };
+    r.fx.push_tf("acme/wait", "1", &waiting_module(&r.work));
+    r.servers[0].apply(&workspace_manifest("w", &r.fx.source("acme/wait"), "1", ""));
+    wait_for("the apply to wait", Duration::from_secs(120), || {
+        r.work.join("started").exists().then_some(())
+    });
+    let runner = executing(&r.servers, &r.work);
+    r.servers[runner].kill9();
+    // The apply's own process tree dies with its replica (the sandbox dies with its parent).
+    let survivor = &r.servers[1 - runner];
+    let interrupted = wait_for("the run Interrupted", Duration::from_secs(60), || {
+        runs_of(survivor, "w")
+            .into_iter()
+            .find(|run| run["phase"] == "Interrupted")
+    });
+    let message = interrupted["message"].as_str().unwrap_or_default();
+    assert!(message.contains("lease"), "{interrupted}");
+    // Re-planned on the real state by the survivor, released this time.
+    std::fs::write(r.work.join("release"), "").unwrap();
+    let ws = wait_for("the workspace Ready", Duration::from_secs(180), || {
+        let ws = survivor.settled("w");
+        is_ready(&ws).then_some(ws)
+    });
+    assert_ready(&ws);
+    let runs = runs_of(survivor, "w");
+    let ids: std::collections::BTreeSet<&str> =
+        runs.iter().filter_map(|r| r["id"].as_str()).collect();
+    assert_eq!(ids.len(), runs.len(), "each run recorded once: {runs:?}");
+    assert_eq!(
+        runs.iter().filter(|r| r["phase"] == "Succeeded").count(),
+        1,
+        "{runs:?}"
+    );
+    let lock = &survivor.state("w")["lock"];
+    assert!(lock.is_null(), "the lock was released: {lock}");
+    assert_eq!(secret_value(survivor, "w-outputs", "done"), "yes");
+}
+
+#[test]
+fn a_paused_replica_past_its_lease_writes_nothing_when_it_wakes() {
+    let Some(mut r) = Replicas::start(2, &["--lease", "3s"]) else {
+        return;
+    };
+    r.fx.push_tf("acme/wait", "1", &waiting_module(&r.work));
+    r.servers[0].apply(&workspace_manifest("w", &r.fx.source("acme/wait"), "1", ""));
+    wait_for("the apply to wait", Duration::from_secs(120), || {
+        r.work.join("started").exists().then_some(())
+    });
+    let runner = executing(&r.servers, &r.work);
+    let pid = r.servers[runner].child.as_ref().unwrap().id().to_string();
+    assert!(Command::new("kill")
+        .args(["-STOP", &pid])
+        .status()
+        .unwrap()
+        .success());
+    let survivor = &r.servers[1 - runner];
+    let first = wait_for("the run Interrupted", Duration::from_secs(60), || {
+        runs_of(survivor, "w")
+            .into_iter()
+            .find(|run| run["phase"] == "Interrupted")
+    });
+    // The paused replica wakes with its apply released: whatever it tries to write of that
+    // run (status, record, state) is refused; the survivor's re-plan converges.
+    assert!(Command::new("kill")
+        .args(["-CONT", &pid])
+        .status()
+        .unwrap()
+        .success());
+    std::fs::write(r.work.join("release"), "").unwrap();
+    let ws = wait_for("the workspace Ready", Duration::from_secs(180), || {
+        let ws = survivor.settled("w");
+        is_ready(&ws).then_some(ws)
+    });
+    assert_ready(&ws);
+    let again = runs_of(survivor, "w")
+        .into_iter()
+        .find(|run| run["id"] == first["id"])
+        .unwrap();
+    assert_eq!(again["phase"], "Interrupted", "its record kept: {again}");
+    let lastrun = ws["status"]["lastRunJob"].clone();
+    assert_ne!(lastrun, first["id"], "{ws}");
+    r.servers[runner].kill9();
+}
