@@ -21,7 +21,7 @@ setup:
 ## then every end-to-end test binary again against PostgreSQL, but those of PG_E2E_SKIP (the
 ## master key rotation and the raw SQLite file checks are the data directory's; the replica
 ## tests ran already).
-PG_E2E_SKIP ?= keys rotation replicas
+PG_E2E_SKIP ?= keys rotation replicas database_outage
 PG_E2E := $(filter-out $(PG_E2E_SKIP),$(basename $(notdir $(wildcard crates/sng/tests/*.rs))))
 test: setup
 	@url=$$(scripts/pg.sh start) && \
