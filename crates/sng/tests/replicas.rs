@@ -136,6 +136,39 @@ fn executing(servers: &[Server], work: &Path) -> usize {
     )
 }
 
+/// Whether a process runs under process `ancestor` (its sandboxes, their engines).
+fn children_alive(ancestor: u32) -> bool {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return false;
+    };
+    for entry in entries.flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        if pid == ancestor {
+            continue;
+        }
+        let mut p = pid;
+        while p > 1 {
+            if p == ancestor {
+                return true;
+            }
+            let Some(parent) = std::fs::read_to_string(format!("/proc/{p}/status"))
+                .ok()
+                .and_then(|s| {
+                    s.lines()
+                        .find_map(|l| l.strip_prefix("PPid:"))
+                        .and_then(|v| v.trim().parse().ok())
+                })
+            else {
+                break;
+            };
+            p = parent;
+        }
+    }
+    false
+}
+
 fn runs_of(server: &Server, ws: &str) -> Vec<Value> {
     server.runs(ws)["items"]
         .as_array()
@@ -318,5 +351,19 @@ fn a_paused_replica_past_its_lease_writes_nothing_when_it_wakes() {
     assert_eq!(again["phase"], "Interrupted", "its record kept: {again}");
     let lastrun = ws["status"]["lastRunJob"].clone();
     assert_ne!(lastrun, first["id"], "{ws}");
+    // Once the woken replica's engine has finished (and tried to write its state), no state
+    // version is the interrupted run's: its writes were refused.
+    let paused: u32 = pid.parse().unwrap();
+    wait_for(
+        "the woken replica's engine to end",
+        Duration::from_secs(120),
+        || (!children_alive(paused)).then_some(()),
+    );
+    let versions = survivor.state("w")["versions"].as_array().cloned().unwrap();
+    assert!(!versions.is_empty());
+    assert!(
+        versions.iter().all(|v| v["runId"] != first["id"]),
+        "no state written by the run whose lease was lost: {versions:?}"
+    );
     r.servers[runner].kill9();
 }
