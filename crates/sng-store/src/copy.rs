@@ -108,6 +108,7 @@ pub fn copy_sqlite_to_postgres(sqlite: &Path, key: &[u8; 32], url: &str) -> Resu
     // One read transaction: a consistent view of the source, whatever happens meanwhile.
     let src = source_conn.transaction()?;
     db::off_runtime(|| {
+        refuse_foreign_tables(url)?;
         let pool = crate::pg::connect(url)?;
         let mut target_conn =
             db::Conn::Postgres(std::cell::RefCell::new(db::PgConnection::get(&pool)?));
@@ -117,6 +118,39 @@ pub fn copy_sqlite_to_postgres(sqlite: &Path, key: &[u8; 32], url: &str) -> Resu
         dst.commit()?;
         Ok(report)
     })
+}
+
+/// Before the schema is migrated: a database holding tables that are not the store's is some
+/// other application's, left untouched.
+fn refuse_foreign_tables(url: &str) -> Result<()> {
+    let mut config: postgres::Config = url.parse().map_err(|e| {
+        StoreError::Invalid(format!(
+            "the database URL `{}` is invalid: {e}",
+            crate::pg::redact(url)
+        ))
+    })?;
+    if config.get_connect_timeout().is_none() {
+        config.connect_timeout(std::time::Duration::from_secs(5));
+    }
+    let mut client = config.connect(postgres::NoTls)?;
+    let foreign: Vec<String> = client
+        .query(
+            "SELECT table_name::text FROM information_schema.tables
+              WHERE table_schema = current_schema() AND table_type = 'BASE TABLE' ORDER BY 1",
+            &[],
+        )?
+        .iter()
+        .map(|r| r.get::<_, String>(0))
+        .filter(|t| !bookkeeping(t) && !TABLES.contains(&t.as_str()))
+        .collect();
+    if !foreign.is_empty() {
+        return Err(StoreError::Conflict(format!(
+            "the target database already holds tables that are not the store's ({}): a store is \
+             copied into an empty database only; nothing was written",
+            foreign.join(", ")
+        )));
+    }
+    Ok(())
 }
 
 fn copy(src: &dyn Exec, dst: &dyn Exec, master: &crate::keys::MasterKey) -> Result<CopyReport> {

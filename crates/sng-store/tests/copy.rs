@@ -114,6 +114,14 @@ fn a_sqlite_store_is_copied_whole_into_postgres() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("sng.db");
     let token = populate(&path);
+    // An audit entry written and gone: AUTOINCREMENT never hands its number out again.
+    let c = rusqlite::Connection::open(&path).unwrap();
+    c.execute_batch(
+        "INSERT INTO audit (tenant, workspace, at, entry) VALUES ('default', NULL, 'now', '{}');
+         DELETE FROM audit;",
+    )
+    .unwrap();
+    drop(c);
     let (objects, runs, events) = {
         let s = Store::open(&path, &KEY).unwrap();
         (
@@ -132,6 +140,20 @@ fn a_sqlite_store_is_copied_whole_into_postgres() {
     assert_eq!(count("events"), 1);
     assert_eq!(count("revision"), 1);
     assert!(!report.seed_replaced, "the database was never connected to");
+
+    let mut c = postgres::Client::connect(&db.url, postgres::NoTls).unwrap();
+    let next: i64 = c
+        .query_one(
+            "SELECT nextval(pg_get_serial_sequence('audit', 'seq'))",
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    assert_eq!(
+        next, 2,
+        "the audit sequence continues after the number SQLite handed out"
+    );
+    drop(c);
 
     let pg = Store::connect(&db.url, &KEY).unwrap();
     assert_eq!(pg.list(Kind::Workspace, "default").unwrap(), objects);
@@ -237,4 +259,45 @@ fn the_seed_of_a_fresh_store_is_replaced_and_anything_else_refused() {
     let fresh = TestDb::new().unwrap();
     let e = sng_store::copy_sqlite_to_postgres(&path, &[1u8; 32], &fresh.url).unwrap_err();
     assert!(matches!(e, StoreError::Key(_)), "{e:?}");
+}
+
+/// A table or a column the copy does not know fails it before anything is written: the
+/// schemas are compared table by table, and a database of another application is left alone.
+#[test]
+fn what_the_copy_does_not_know_fails_it() {
+    let Some(foreign) = TestDb::new() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("sng.db");
+    populate(&path);
+    let mut c = postgres::Client::connect(&foreign.url, postgres::NoTls).unwrap();
+    c.batch_execute("CREATE TABLE widgets (id BIGINT)").unwrap();
+    let e = sng_store::copy_sqlite_to_postgres(&path, &KEY, &foreign.url).unwrap_err();
+    assert!(
+        matches!(e, StoreError::Conflict(_)) && e.to_string().contains("not the store's (widgets)"),
+        "{e:?}"
+    );
+    let migrated: i64 = c
+        .query_one(
+            "SELECT count(*) FROM information_schema.tables WHERE table_name = 'schema_migrations'",
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    assert_eq!(migrated, 0, "not even the schema is written");
+
+    let other = TestDb::new().unwrap();
+    drop(Store::connect(&other.url, &KEY).unwrap());
+    let mut c = postgres::Client::connect(&other.url, postgres::NoTls).unwrap();
+    c.batch_execute("ALTER TABLE job_turns ADD COLUMN extra TEXT")
+        .unwrap();
+    let e = sng_store::copy_sqlite_to_postgres(&path, &KEY, &other.url).unwrap_err();
+    let msg = e.to_string();
+    assert!(
+        msg.contains("table job_turns differs") && msg.contains("only on PostgreSQL: [extra]"),
+        "{msg}"
+    );
+    assert_eq!(rows(&other.url, "objects"), 1, "the seed is left as it was");
+    assert_eq!(rows(&other.url, "runs"), 0);
 }
