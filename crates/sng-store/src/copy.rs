@@ -47,8 +47,15 @@ fn bookkeeping(table: &str) -> bool {
     table.starts_with("sqlite_") || table == "schema_migrations"
 }
 
-/// Rows read from SQLite, and written to PostgreSQL, at once.
-const PAGE: i64 = 100;
+/// Rows read from SQLite, and written to PostgreSQL, at once: fewer of the tables whose rows
+/// may be large (state bodies), so a page stays small in memory.
+fn page(table: &str) -> i64 {
+    match table {
+        "state_versions" => 4,
+        "objects" | "runs" | "jobs" | "audit" | "events" => 50,
+        _ => 200,
+    }
+}
 
 /// The rows copied of one table.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -396,7 +403,7 @@ fn copy_table(src: &dyn Exec, dst: &dyn Exec, p: &Plan) -> Result<u64> {
     let mut after = i64::MIN;
     let mut copied = 0u64;
     loop {
-        let rows = src.fetch(&select, params![after, PAGE])?;
+        let rows = src.fetch(&select, params![after, page(p.table)])?;
         let Some(last) = rows.last() else {
             break;
         };

@@ -121,6 +121,20 @@ fn a_sqlite_store_is_copied_whole_into_postgres() {
          DELETE FROM audit;",
     )
     .unwrap();
+    // A long log: its chunks take several pages of the copy.
+    let mut c = c;
+    let tx = c.transaction().unwrap();
+    let mut long = String::new();
+    for seq in 0..450i64 {
+        let line = format!("line {seq}\n");
+        tx.execute(
+            "INSERT INTO run_logs (tenant, run_id, seq, start, bytes, text) VALUES ('default', 'run-b', ?1, ?2, ?3, ?4)",
+            rusqlite::params![seq, long.len() as i64, line.len() as i64, line],
+        )
+        .unwrap();
+        long.push_str(&line);
+    }
+    tx.commit().unwrap();
     drop(c);
     let (objects, runs, events) = {
         let s = Store::open(&path, &KEY).unwrap();
@@ -135,7 +149,7 @@ fn a_sqlite_store_is_copied_whole_into_postgres() {
     assert_eq!(count("objects"), 3, "{report:?}");
     assert_eq!(count("state_versions"), 2);
     assert_eq!(count("runs"), 2);
-    assert_eq!(count("run_logs"), 2);
+    assert_eq!(count("run_logs"), 452);
     assert_eq!(count("tokens"), 1);
     assert_eq!(count("events"), 1);
     assert_eq!(count("revision"), 1);
@@ -171,6 +185,7 @@ fn a_sqlite_store_is_copied_whole_into_postgres() {
         pg.run_log_read("default", "run-a", 0).unwrap().text,
         "plan: 1 to add\napply complete\n"
     );
+    assert_eq!(pg.run_log_read("default", "run-b", 0).unwrap().text, long);
     assert_eq!(pg.runs_of("default", "pet").unwrap(), runs);
     assert_eq!(pg.events("default", None, 10).unwrap(), events);
     assert!(
