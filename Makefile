@@ -21,14 +21,15 @@ setup:
 ## then every end-to-end test binary again against PostgreSQL, but those of PG_E2E_SKIP (the
 ## master key rotation and the raw SQLite file checks are the data directory's; the replica
 ## tests ran already).
-PG_E2E_SKIP ?= keys rotation replicas
+PG_E2E_SKIP ?= keys rotation replicas database_outage
 PG_E2E := $(filter-out $(PG_E2E_SKIP),$(basename $(notdir $(wildcard crates/sng/tests/*.rs))))
 test: setup
-	@url=$$(scripts/pg.sh start) && \
+	@if scripts/pg.sh running; then ours=0; else ours=1; fi; \
+	url=$$(scripts/pg.sh start) && \
 	  SNG_TEST_DATABASE=$$url $(CARGO) test --workspace --all-targets && \
 	  SNG_TEST_DATABASE=$$url $(CARGO) test --workspace --doc && \
 	  SNG_TEST_DATABASE=$$url SNG_E2E_DATABASE=$$url $(CARGO) test -p sng $(addprefix --test ,$(PG_E2E)); \
-	  rc=$$?; scripts/pg.sh stop; exit $$rc
+	  rc=$$?; [ $$ours = 0 ] || scripts/pg.sh stop; exit $$rc
 
 lint:
 	$(CARGO) fmt --all -- --check

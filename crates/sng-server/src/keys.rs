@@ -154,7 +154,7 @@ mod tests {
     use serde_json::json;
 
     fn store_with_a_secret(dir: &Path) -> [u8; 32] {
-        let key = crate::master_key(dir).unwrap();
+        let key = crate::master_key(&dir.join("master.key")).unwrap();
         let store = Store::open(&dir.join("sng.db"), &key).unwrap();
         let secret = sng_api::decode(
             &json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"},

@@ -544,7 +544,7 @@ impl PgConnection {
         Ok(PgConnection(Some(Box::new(off_runtime(|| pool.get())?))))
     }
 
-    fn client(&mut self) -> &mut postgres::Client {
+    pub(crate) fn client(&mut self) -> &mut postgres::Client {
         self.0.as_mut().expect("a connection until dropped")
     }
 }

@@ -26,6 +26,7 @@ mod state;
 #[doc(hidden)]
 pub mod testing;
 mod tokens;
+mod turns;
 mod versions;
 
 use std::path::Path;
@@ -50,6 +51,7 @@ pub use sng_core::ports::LogRead;
 pub use sng_core::ports::Topic;
 pub use state::{state_meta, LockOutcome, StateLock, StateVersion, WriteOutcome};
 pub use tokens::{Principal, Role, TokenCheck, TokenInfo};
+pub use turns::{turn_key, Turn};
 pub use versions::Versions;
 
 /// Result of store operations.

@@ -293,3 +293,28 @@ fn a_postgresql_url_is_taken_too_and_other_urls_are_refused() {
     assert!(matches!(err, StoreError::Invalid(_)), "{err:?}");
     assert!(!err.to_string().contains("secret"), "{err}");
 }
+
+#[test]
+fn one_replica_at_a_time_reconciles_a_tenant() {
+    let Some(db) = TestDb::new() else { return };
+    let key = Cipher::generate_key();
+    let (a, b) = (
+        db.store_with_key(&key).unwrap(),
+        db.store_with_key(&key).unwrap(),
+    );
+    let turn = a.reconcile_turn("default").unwrap();
+    assert!(turn.is_some(), "the first replica to ask has the turn");
+    assert!(
+        b.reconcile_turn("default").unwrap().is_none(),
+        "the other one passes the tenant by"
+    );
+    assert!(
+        b.reconcile_turn("other").unwrap().is_some(),
+        "another tenant is free"
+    );
+    drop(turn);
+    assert!(
+        b.reconcile_turn("default").unwrap().is_some(),
+        "a turn given back is free"
+    );
+}

@@ -37,6 +37,8 @@ struct Replicas {
     fx: Fixture,
     servers: Vec<Server>,
     work: PathBuf,
+    /// The arguments each replica was started with.
+    args: Vec<String>,
 }
 
 impl Replicas {
@@ -45,26 +47,37 @@ impl Replicas {
         let fx = Fixture::new();
         let work = fx.dir("work");
         let key = fx.files.path().join("master.key");
-        let mut servers: Vec<Server> = Vec::new();
+        let mut args: Vec<String> = vec![
+            "--database".into(),
+            db,
+            "--master-key-file".into(),
+            key.display().to_string(),
+            "--sandbox-rw".into(),
+            work.display().to_string(),
+        ];
+        args.extend(extra.iter().map(|a| a.to_string()));
+        let mut r = Replicas {
+            fx,
+            servers: Vec::new(),
+            work,
+            args,
+        };
         for i in 0..n {
-            let dir = fx.dir(&format!("replica-{i}"));
-            if let Some(first) = servers.first() {
-                // The admin token is written by the first start of the store only.
-                std::fs::write(dir.join("admin.token"), &first.token).unwrap();
-            }
-            let work = work.display().to_string();
-            let mut args = vec![
-                "--database",
-                &db,
-                "--master-key-file",
-                key.to_str().unwrap(),
-                "--sandbox-rw",
-                &work,
-            ];
-            args.extend_from_slice(extra);
-            servers.push(Server::start_runs(&dir, &registry_addr(&fx.reg), &args));
+            let server = r.spawn(i);
+            r.servers.push(server);
         }
-        Some(Replicas { fx, servers, work })
+        Some(r)
+    }
+
+    /// Start replica `i` (again).
+    fn spawn(&self, i: usize) -> Server {
+        let dir = self.fx.dir(&format!("replica-{i}"));
+        if let Some(first) = self.servers.first().filter(|_| i > 0) {
+            // The admin token is written by the first start of the store only.
+            std::fs::write(dir.join("admin.token"), &first.token).unwrap();
+        }
+        let args: Vec<&str> = self.args.iter().map(String::as_str).collect();
+        Server::start_runs(&dir, &registry_addr(&self.fx.reg), &args)
     }
 }
 
@@ -191,46 +204,75 @@ fn any_replica_answers_and_follows_the_runs_of_the_others() {
     assert_ready(&other.settled("w"));
 }
 
+/// Kills of a replica during an apply: `SNG_REPLICA_KILLS` (3 by default; the long run: 20).
+fn kills() -> usize {
+    std::env::var("SNG_REPLICA_KILLS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(3)
+}
+
 #[test]
 fn a_replica_killed_during_an_apply_is_noticed_by_another_and_the_workspace_converges() {
     let Some(mut r) = Replicas::start(2, &["--lease", "3s"]) else {
         return;
     };
-    r.fx.push_tf("acme/wait", "1", &waiting_module(&r.work));
-    r.servers[0].apply(&workspace_manifest("w", &r.fx.source("acme/wait"), "1", ""));
-    wait_for("the apply to wait", Duration::from_secs(120), || {
-        r.work.join("started").exists().then_some(())
-    });
-    let runner = executing(&r.servers, &r.work);
-    r.servers[runner].kill9();
-    // The apply's own process tree dies with its replica (the sandbox dies with its parent).
-    let survivor = &r.servers[1 - runner];
-    let interrupted = wait_for("the run Interrupted", Duration::from_secs(60), || {
-        runs_of(survivor, "w")
-            .into_iter()
-            .find(|run| run["phase"] == "Interrupted")
-    });
-    let message = interrupted["message"].as_str().unwrap_or_default();
-    assert!(message.contains("lease"), "{interrupted}");
-    // Re-planned on the real state by the survivor, released this time.
-    std::fs::write(r.work.join("release"), "").unwrap();
-    let ws = wait_for("the workspace Ready", Duration::from_secs(180), || {
-        let ws = survivor.settled("w");
-        is_ready(&ws).then_some(ws)
-    });
-    assert_ready(&ws);
-    let runs = runs_of(survivor, "w");
-    let ids: std::collections::BTreeSet<&str> =
-        runs.iter().filter_map(|r| r["id"].as_str()).collect();
-    assert_eq!(ids.len(), runs.len(), "each run recorded once: {runs:?}");
-    assert_eq!(
-        runs.iter().filter(|r| r["phase"] == "Succeeded").count(),
-        1,
-        "{runs:?}"
-    );
-    let lock = &survivor.state("w")["lock"];
-    assert!(lock.is_null(), "the lock was released: {lock}");
-    assert_eq!(secret_value(survivor, "w-outputs", "done"), "yes");
+    for round in 0..kills() {
+        let work = r.work.join(format!("round-{round}"));
+        std::fs::create_dir_all(&work).unwrap();
+        let ws = format!("w{round}");
+        r.fx.push_tf("acme/wait", &round.to_string(), &waiting_module(&work));
+        r.servers[0].apply(&workspace_manifest(
+            &ws,
+            &r.fx.source("acme/wait"),
+            &round.to_string(),
+            "",
+        ));
+        wait_for("the apply to wait", Duration::from_secs(120), || {
+            work.join("started").exists().then_some(())
+        });
+        let runner = executing(&r.servers, &work);
+        r.servers[runner].kill9();
+        // The apply's own process tree dies with its replica (the sandbox dies with its parent).
+        let survivor = &r.servers[1 - runner];
+        let interrupted = wait_for("the run Interrupted", Duration::from_secs(60), || {
+            runs_of(survivor, &ws)
+                .into_iter()
+                .find(|run| run["phase"] == "Interrupted")
+        });
+        let message = interrupted["message"].as_str().unwrap_or_default();
+        assert!(message.contains("lease"), "round {round}: {interrupted}");
+        // Re-planned on the real state by the survivor, released this time.
+        std::fs::write(work.join("release"), "").unwrap();
+        // Ready, and its run's record ended (written just after the status).
+        let status = wait_for("the workspace Ready", Duration::from_secs(180), || {
+            let status = survivor.settled(&ws);
+            let ended = runs_of(survivor, &ws)
+                .iter()
+                .all(|r| !["Queued", "Running"].contains(&r["phase"].as_str().unwrap_or("")));
+            (is_ready(&status) && ended).then_some(status)
+        });
+        assert_ready(&status);
+        let runs = runs_of(survivor, &ws);
+        let ids: std::collections::BTreeSet<&str> =
+            runs.iter().filter_map(|r| r["id"].as_str()).collect();
+        assert_eq!(ids.len(), runs.len(), "each run recorded once: {runs:?}");
+        let phases: Vec<&str> = runs.iter().filter_map(|r| r["phase"].as_str()).collect();
+        assert_eq!(
+            phases,
+            ["Succeeded", "Interrupted"],
+            "round {round}: {status}\n{runs:?}"
+        );
+        let lock = &survivor.state(&ws)["lock"];
+        assert!(lock.is_null(), "the lock was released: {lock}");
+        assert_eq!(
+            secret_value(survivor, &format!("{ws}-outputs"), "done"),
+            "yes"
+        );
+        // The killed replica comes back for the next round.
+        let again = r.spawn(runner);
+        r.servers[runner] = again;
+    }
 }
 
 #[test]

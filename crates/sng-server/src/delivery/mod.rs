@@ -197,8 +197,36 @@ fn describe(e: &reqwest::Error, timeout: Duration) -> String {
     }
 }
 
-/// One attempt of one delivery, and its outcome recorded.
+/// Who holds the delivery leases of this process.
+fn holder() -> &'static str {
+    static HOLDER: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    HOLDER.get_or_init(|| format!("delivery-{}", uuid::Uuid::new_v4().simple()))
+}
+
+/// How long a delivery attempt holds its lease: its timeout, then some (its outcome ends it
+/// earlier; a process that dies during an attempt loses it then).
+fn attempt_lease(config: &DeliveryConfig) -> Duration {
+    config.timeout * 2 + Duration::from_secs(5)
+}
+
+/// One attempt of one delivery, and its outcome recorded; none when another process holds the
+/// delivery's lease (one attempt at a time per delivery, however many replicas).
 async fn attempt(store: Arc<Store>, client: reqwest::Client, config: DeliveryConfig, d: Delivery) {
+    let (s, id, lease) = (store.clone(), d.id, attempt_lease(&config));
+    let leased = tokio::task::spawn_blocking(move || {
+        s.delivery_lease(id, holder(), unix_millis(), lease.as_millis() as i64)
+    })
+    .await;
+    match leased {
+        Ok(Ok(true)) => {}
+        Ok(Ok(false)) => return,
+        Ok(Err(e)) => {
+            tracing::warn!(error = %e, "webhook delivery: cannot lease the delivery");
+            tokio::time::sleep(config.poll).await;
+            return;
+        }
+        Err(_) => return,
+    }
     let (s, dd) = (store.clone(), d.clone());
     let target = match tokio::task::spawn_blocking(move || target(&s, &dd)).await {
         Ok(Ok(t)) => t,

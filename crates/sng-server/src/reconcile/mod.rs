@@ -62,6 +62,21 @@ impl Platform {
         memory.retain(&names);
         for t in tenants {
             let tenant = t.meta().name.clone();
+            // At most one process reconciles a tenant at a time (PostgreSQL: an advisory lock
+            // per tenant, held for this tenant's pass); a tenant another replica has now is
+            // looked at again in a second.
+            let _turn = match self.store.reconcile_turn(&tenant) {
+                Ok(Some(turn)) => turn,
+                Ok(None) => {
+                    soonest(now + 1);
+                    continue;
+                }
+                Err(e) => {
+                    tracing::error!(tenant, error = %e, "reconcile: cannot take the tenant's turn");
+                    soonest(now + 5);
+                    continue;
+                }
+            };
             let tenant_version = t.meta().resource_version.clone();
             let quotas = match &t {
                 sng_api::Object::Tenant(t) => t.spec.quotas.clone().unwrap_or_default(),
