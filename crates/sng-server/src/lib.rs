@@ -8,6 +8,7 @@ pub mod error;
 pub mod events;
 mod http;
 mod keys;
+mod migrate;
 pub mod platform;
 pub mod reconcile;
 pub mod serve;
@@ -24,6 +25,7 @@ pub use app::AppState;
 pub use error::{ApiError, Cause, StatusBody};
 pub use http::router;
 pub use keys::rotate_master_key;
+pub use migrate::{migrate_from_sqlite, redact_url, Migrated};
 
 /// Settings of `sng server`.
 #[derive(Debug, Clone, Default)]

@@ -7,6 +7,7 @@
 mod approvals;
 mod audit;
 mod audited;
+mod copy;
 mod crypto;
 mod db;
 mod error;
@@ -35,6 +36,7 @@ use rusqlite::Connection;
 
 pub use approvals::{ApprovalDecision, Cause, RunRef, Superseded};
 pub use audit::{by_value, Actor, AuditEntry};
+pub use copy::{copy_sqlite_to_postgres, CopyReport, TableCopy};
 pub use crypto::Cipher;
 pub use error::StoreError;
 pub use events::{

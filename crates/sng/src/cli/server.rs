@@ -1,5 +1,5 @@
 //! `sng server`: start the control plane in this process, or run a maintenance task on its data
-//! directory (`rotate-master-key`). The only module of the binary that links `sng-server`: every
+//! directory (`rotate-master-key`, `migrate --from-sqlite`). The only module of the binary that links `sng-server`: every
 //! client command talks to a server over HTTP and parses its answers with `sng_api::wire`.
 
 use std::path::PathBuf;
@@ -47,11 +47,11 @@ pub struct ServerArgs {
     pub engine_log: Option<String>,
     /// Store everything in this PostgreSQL database (postgres://USER@HOST:PORT/DB), shared by
     /// every replica; without it, SQLite in the data directory.
-    #[arg(long, env = "SNG_DATABASE")]
+    #[arg(long, env = "SNG_DATABASE", global = true)]
     pub database: Option<String>,
     /// The master key (32 bytes, 0600; created when missing): the same file on every replica.
     /// Default: DATA_DIR/master.key.
-    #[arg(long, env = "SNG_MASTER_KEY_FILE")]
+    #[arg(long, env = "SNG_MASTER_KEY_FILE", global = true)]
     pub master_key_file: Option<PathBuf>,
     /// How long a run's lease lasts without a heartbeat (Go duration; default 15s, or
     /// SNG_LEASE_SECONDS): a replica killed mid-run is noticed by another that long after.
@@ -64,6 +64,14 @@ pub enum ServerMaintenance {
     /// Replace DATA_DIR/master.key by a new key and re-wrap every tenant's data key under it
     /// (the data is not re-encrypted). The server must be stopped.
     RotateMasterKey,
+    /// Copy the SQLite store of a data directory into an empty PostgreSQL database (--database
+    /// URL), everything in one transaction, under the same master key (--master-key-file,
+    /// default DATA_DIR/master.key). The server of that directory must be stopped.
+    Migrate {
+        /// The data directory whose store (sng.db) is copied.
+        #[arg(long = "from-sqlite", value_name = "DATA_DIR")]
+        from_sqlite: PathBuf,
+    },
 }
 
 /// The message of an error with its chain of causes, `: `-separated.
@@ -79,6 +87,13 @@ fn chain(e: &dyn std::error::Error) -> String {
 
 /// Run `sng server` with its arguments.
 pub fn run(args: ServerArgs) -> Result<(), CliError> {
+    if let Some(ServerMaintenance::Migrate { from_sqlite }) = &args.maintenance {
+        return migrate(
+            from_sqlite,
+            args.database.as_deref(),
+            args.master_key_file.as_deref(),
+        );
+    }
     if let Some(ServerMaintenance::RotateMasterKey) = args.maintenance {
         if args.database.is_some() || args.master_key_file.is_some() {
             return Err(CliError::rejected(
@@ -122,4 +137,38 @@ pub fn run(args: ServerArgs) -> Result<(), CliError> {
     runtime
         .block_on(sng_server::run(config))
         .map_err(|e| CliError::rejected(chain(&e)))
+}
+
+/// `sng server migrate --from-sqlite DATA_DIR --database URL`: copy, then say what it copied and
+/// how to start the server on PostgreSQL.
+fn migrate(
+    from: &std::path::Path,
+    database: Option<&str>,
+    key: Option<&std::path::Path>,
+) -> Result<(), CliError> {
+    let Some(database) = database else {
+        return Err(CliError::Usage(
+            "migrate: --database URL (or SNG_DATABASE) names the PostgreSQL database to copy into"
+                .into(),
+        ));
+    };
+    let done = sng_server::migrate_from_sqlite(from, database, key)
+        .map_err(|e| CliError::rejected(chain(&e)))?;
+    let url = sng_server::redact_url(database);
+    println!(
+        "copied the SQLite store of {} into {url} (one transaction):",
+        from.display()
+    );
+    for t in &done.report.tables {
+        println!("  {:<20} {:>8}", t.table, t.rows);
+    }
+    println!("  {:<20} {:>8}", "total rows", done.report.total());
+    println!("  revision counter: {}", done.report.revision);
+    println!(
+        "next: stop using {dir}/sng.db and start the server (every replica) on PostgreSQL with the same master key:\n  \
+         sng server --data-dir {dir} --database {url} --master-key-file {key}",
+        dir = from.display(),
+        key = done.master_key_file.display(),
+    );
+    Ok(())
 }
