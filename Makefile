@@ -20,8 +20,8 @@ setup:
 ## them on the embedded SQLite (the store's tests and the replica tests on PostgreSQL too),
 ## then every end-to-end test binary again against PostgreSQL, but those of PG_E2E_SKIP (the
 ## master key rotation and the raw SQLite file checks are the data directory's; the replica
-## tests ran already).
-PG_E2E_SKIP ?= keys rotation replicas database_outage
+## tests ran already, the outage and migration tests start or use PostgreSQL themselves).
+PG_E2E_SKIP ?= keys rotation replicas database_outage migrate
 PG_E2E := $(filter-out $(PG_E2E_SKIP),$(basename $(notdir $(wildcard crates/sng/tests/*.rs))))
 test: setup
 	@if scripts/pg.sh running; then ours=0; else ours=1; fi; \
