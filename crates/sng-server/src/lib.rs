@@ -113,6 +113,17 @@ pub enum ServerError {
     },
 }
 
+/// The message of an error with its chain of causes, `: `-separated.
+pub fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut msg = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        msg.push_str(&format!(": {s}"));
+        source = s.source();
+    }
+    msg
+}
+
 fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> ServerError + '_ {
     move |source| ServerError::DataDir {
         path: path.to_path_buf(),

@@ -58,8 +58,9 @@ pub fn migrate_from_sqlite(
         other => other?,
     };
     let key = read_key(&key_path)?;
-    let report = sng_store::copy_sqlite_to_postgres(&db, &key, database)
-        .map_err(|e| ServerError::Database(format!("cannot copy the store: {}", chain(&e))))?;
+    let report = sng_store::copy_sqlite_to_postgres(&db, &key, database).map_err(|e| {
+        ServerError::Database(format!("cannot copy the store: {}", crate::error_chain(&e)))
+    })?;
     Ok(Migrated {
         report,
         master_key_file: key_path,
@@ -73,27 +74,8 @@ fn read_key(path: &Path) -> Result<[u8; 32], ServerError> {
     Ok(key)
 }
 
-/// The message of an error with its causes, `: `-separated.
-fn chain(e: &dyn std::error::Error) -> String {
-    let mut msg = e.to_string();
-    let mut source = e.source();
-    while let Some(s) = source {
-        msg.push_str(&format!(": {s}"));
-        source = s.source();
-    }
-    msg
-}
-
 /// `url` without its password (for what is printed).
-pub fn redact_url(url: &str) -> String {
-    match (url.find("://"), url.rfind('@')) {
-        (Some(scheme), Some(at)) if at > scheme => match url[scheme + 3..at].split_once(':') {
-            Some((user, _)) => format!("{}{user}:***{}", &url[..scheme + 3], &url[at..]),
-            None => url.to_string(),
-        },
-        _ => url.to_string(),
-    }
-}
+pub use sng_store::redact_url;
 
 #[cfg(test)]
 mod tests {

@@ -45,6 +45,7 @@ pub use events::{
 };
 pub use keys::{sealed_values_opened, MasterKeyRotation, TenantKey, TenantKeyRotation};
 pub use objects::{Applied, ApplyOutcome};
+pub use pg::redact as redact_url;
 pub use quarantine::{Quarantine, QuarantineEntry, QuarantineReason};
 pub use runs::{Decision, RunPosition, RunRecord, RunToken};
 pub use sng_core::ports::LogRead;

@@ -54,7 +54,7 @@ fn config(url: &str) -> Result<postgres::Config> {
 }
 
 /// A URL without its password (for messages).
-pub(crate) fn redact(url: &str) -> String {
+pub fn redact(url: &str) -> String {
     match (url.find("://"), url.rfind('@')) {
         (Some(scheme), Some(at)) if at > scheme => {
             let userinfo = &url[scheme + 3..at];

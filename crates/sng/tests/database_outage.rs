@@ -119,21 +119,6 @@ impl Drop for Postgres {
     }
 }
 
-/// A module whose resource `w` waits (`DIR/started` written) until `DIR/release` exists.
-fn waiting_module(dir: &Path) -> String {
-    let d = dir.display();
-    format!(
-        r#"resource "terraform_data" "a" {{}}
-resource "terraform_data" "w" {{
-  depends_on = [terraform_data.a]
-  provisioner "local-exec" {{
-    command = "touch {d}/started; i=0; while [ ! -e {d}/release ] && [ $i -lt 1200 ]; do sleep 0.1; i=$((i+1)); done"
-  }}
-}}
-"#
-    )
-}
-
 #[test]
 fn a_database_restart_answers_503_meanwhile_and_the_workspace_converges() {
     let pgdir = tempfile::tempdir().unwrap();

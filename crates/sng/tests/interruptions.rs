@@ -10,21 +10,6 @@ use std::time::Duration;
 use common::*;
 use serde_json::Value;
 
-/// A module whose resource waits (`DIR/started` written) until `DIR/release` exists.
-fn waiting_module(dir: &Path) -> String {
-    let d = dir.display();
-    format!(
-        r#"resource "terraform_data" "a" {{}}
-resource "terraform_data" "w" {{
-  depends_on = [terraform_data.a]
-  provisioner "local-exec" {{
-    command = "touch {d}/started; i=0; while [ ! -e {d}/release ] && [ $i -lt 1200 ]; do sleep 0.1; i=$((i+1)); done"
-  }}
-}}
-"#
-    )
-}
-
 /// Start a workspace `w` whose apply waits; returns once the apply waits.
 fn waiting(fx: &Fixture, work: &Path) -> Server {
     fx.push_tf("acme/wait", "1", &waiting_module(work));

@@ -7,69 +7,10 @@
 mod common;
 
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
 use common::*;
-
-/// A database of its own on the server of `SNG_TEST_DATABASE`, or `None` when the PostgreSQL
-/// tests are skipped (`SNG_TEST_NO_PG=1`).
-fn database() -> Option<String> {
-    match std::env::var("SNG_TEST_DATABASE") {
-        Ok(admin) if !admin.is_empty() => Some(create_database(&admin)),
-        _ if std::env::var("SNG_TEST_NO_PG").is_ok_and(|v| v == "1") => {
-            println!("skipped: migrating to PostgreSQL needs PostgreSQL (SNG_TEST_NO_PG=1)");
-            None
-        }
-        _ => panic!(
-            "SNG_TEST_DATABASE is not set: the migration test needs a PostgreSQL server\n\
-             hint: bash scripts/pg.sh start, then \
-             SNG_TEST_DATABASE=postgres://postgres@127.0.0.1:55432/postgres cargo test"
-        ),
-    }
-}
-
-/// A server that runs workspaces on SQLite in `dir`, whatever `SNG_E2E_DATABASE` says (the
-/// harness would put it on PostgreSQL).
-fn sqlite_server(fx: &Fixture, dir: &Path) -> Server {
-    let child = Command::new(SNG)
-        .args(["server", "--listen", "127.0.0.1:0", "--data-dir"])
-        .arg(dir)
-        .args([
-            "--engine",
-            &engine(),
-            "--provider-mirror",
-            &provider_mirror(),
-        ])
-        .args(["--insecure-registry", &registry_addr(&fx.reg)])
-        .env_remove("SNG_DATABASE")
-        .env(
-            "SNG_LOG",
-            std::env::var("SNG_TEST_LOG").unwrap_or_else(|_| "warn".into()),
-        )
-        .stdout(Stdio::null())
-        .spawn()
-        .expect("start sng server");
-    let url = wait_for("server.url", Duration::from_secs(30), || {
-        let url = std::fs::read_to_string(dir.join("server.url")).ok()?;
-        let url = url.trim().to_string();
-        let ok = reqwest::blocking::get(format!("{url}/healthz"))
-            .ok()?
-            .status()
-            .is_success();
-        ok.then_some(url)
-    });
-    let token = std::fs::read_to_string(dir.join("admin.token"))
-        .unwrap()
-        .trim()
-        .to_string();
-    Server {
-        child: Some(child),
-        dir: dir.to_path_buf(),
-        url,
-        token,
-    }
-}
 
 fn pet(fx: &Fixture, prefix: &str) -> String {
     let secret = "apiVersion: v1\nkind: Secret\nmetadata: {name: creds}\nstringData: {password: MIGRATED-CANARY}\n---\n";
@@ -118,13 +59,13 @@ fn migrate(from: &Path, db: &str) -> std::process::Output {
 
 #[test]
 fn a_sqlite_store_moves_to_postgres_and_carries_on() {
-    let Some(db) = database() else {
+    let Some(db) = pg_database("the migration test") else {
         return;
     };
     let fx = Fixture::new();
     fx.push_example("pet", "acme/pet", "1.0.0");
     let old_dir = fx.dir("sqlite");
-    let mut old = sqlite_server(&fx, &old_dir);
+    let mut old = Server::start_runs_on_sqlite(&old_dir, &registry_addr(&fx.reg));
     old.apply(&pet(&fx, "one"));
     let ws = old.settled_with("pet", "Ready");
     assert_ready(&ws);

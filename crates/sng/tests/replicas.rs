@@ -14,23 +14,6 @@ use std::time::Duration;
 use common::*;
 use serde_json::Value;
 
-/// A database of its own on the server of `SNG_TEST_DATABASE`, or `None` when the PostgreSQL
-/// tests are skipped (`SNG_TEST_NO_PG=1`).
-fn database() -> Option<String> {
-    match std::env::var("SNG_TEST_DATABASE") {
-        Ok(admin) if !admin.is_empty() => Some(create_database(&admin)),
-        _ if std::env::var("SNG_TEST_NO_PG").is_ok_and(|v| v == "1") => {
-            println!("skipped: replicas need PostgreSQL (SNG_TEST_NO_PG=1)");
-            None
-        }
-        _ => panic!(
-            "SNG_TEST_DATABASE is not set: the replica tests need a PostgreSQL server\n\
-             hint: bash scripts/pg.sh start, then \
-             SNG_TEST_DATABASE=postgres://postgres@127.0.0.1:55432/postgres cargo test"
-        ),
-    }
-}
-
 /// `n` replicas over one database and one master key, each with its own data directory
 /// (caches); the first one's admin token is the platform's.
 struct Replicas {
@@ -43,7 +26,7 @@ struct Replicas {
 
 impl Replicas {
     fn start(n: usize, extra: &[&str]) -> Option<Replicas> {
-        let db = database()?;
+        let db = pg_database("the replica tests")?;
         let fx = Fixture::new();
         let work = fx.dir("work");
         let key = fx.files.path().join("master.key");
@@ -79,23 +62,6 @@ impl Replicas {
         let args: Vec<&str> = self.args.iter().map(String::as_str).collect();
         Server::start_runs(&dir, &registry_addr(&self.fx.reg), &args)
     }
-}
-
-/// A module whose resource `w` waits (`DIR/started` written) until `DIR/release` exists, and
-/// counts its creations in `DIR/created`.
-fn waiting_module(dir: &Path) -> String {
-    let d = dir.display();
-    format!(
-        r#"resource "terraform_data" "a" {{}}
-resource "terraform_data" "w" {{
-  depends_on = [terraform_data.a]
-  provisioner "local-exec" {{
-    command = "echo x >> {d}/created; touch {d}/started; i=0; while [ ! -e {d}/release ] && [ $i -lt 1200 ]; do sleep 0.1; i=$((i+1)); done"
-  }}
-}}
-output "done" {{ value = "yes" }}
-"#
-    )
 }
 
 /// The replica whose process runs the engine that waits in `work`: walks up from the waiting

@@ -74,17 +74,6 @@ pub enum ServerMaintenance {
     },
 }
 
-/// The message of an error with its chain of causes, `: `-separated.
-fn chain(e: &dyn std::error::Error) -> String {
-    let mut msg = e.to_string();
-    let mut source = e.source();
-    while let Some(s) = source {
-        msg.push_str(&format!(": {s}"));
-        source = s.source();
-    }
-    msg
-}
-
 /// Run `sng server` with its arguments.
 pub fn run(args: ServerArgs) -> Result<(), CliError> {
     if let Some(ServerMaintenance::Migrate { from_sqlite }) = &args.maintenance {
@@ -101,7 +90,7 @@ pub fn run(args: ServerArgs) -> Result<(), CliError> {
             ));
         }
         let r = sng_server::rotate_master_key(&args.data_dir)
-            .map_err(|e| CliError::rejected(chain(&e)))?;
+            .map_err(|e| CliError::rejected(sng_server::error_chain(&e)))?;
         println!(
             "master key rotated: {} -> {} ({} data keys re-wrapped)",
             r.old_key_id, r.new_key_id, r.rewrapped
@@ -136,7 +125,7 @@ pub fn run(args: ServerArgs) -> Result<(), CliError> {
     };
     runtime
         .block_on(sng_server::run(config))
-        .map_err(|e| CliError::rejected(chain(&e)))
+        .map_err(|e| CliError::rejected(sng_server::error_chain(&e)))
 }
 
 /// `sng server migrate --from-sqlite DATA_DIR --database URL`: copy, then say what it copied and
@@ -153,7 +142,7 @@ fn migrate(
         ));
     };
     let done = sng_server::migrate_from_sqlite(from, database, key)
-        .map_err(|e| CliError::rejected(chain(&e)))?;
+        .map_err(|e| CliError::rejected(sng_server::error_chain(&e)))?;
     let url = sng_server::redact_url(database);
     println!(
         "copied the SQLite store of {} into {url} (one transaction):",

@@ -57,6 +57,41 @@ pub fn create_database(admin: &str) -> String {
     format!("{base}/{name}")
 }
 
+/// A database of its own on the PostgreSQL server of `SNG_TEST_DATABASE` (for tests that need
+/// PostgreSQL whatever the harness runs on), or `None` when PostgreSQL tests are skipped
+/// (`SNG_TEST_NO_PG=1`); without either, the test fails, saying what to do.
+pub fn pg_database(needs: &str) -> Option<String> {
+    match std::env::var("SNG_TEST_DATABASE") {
+        Ok(admin) if !admin.is_empty() => Some(create_database(&admin)),
+        _ if std::env::var("SNG_TEST_NO_PG").is_ok_and(|v| v == "1") => {
+            println!("skipped: {needs} needs PostgreSQL (SNG_TEST_NO_PG=1)");
+            None
+        }
+        _ => panic!(
+            "SNG_TEST_DATABASE is not set: {needs} needs a PostgreSQL server\n\
+             hint: bash scripts/pg.sh start, then \
+             SNG_TEST_DATABASE=postgres://postgres@127.0.0.1:55432/postgres cargo test"
+        ),
+    }
+}
+
+/// A module whose resource `w` waits (`DIR/started` written) until `DIR/release` exists (at
+/// most 2 minutes), counting its creations in `DIR/created`; output `done` = `yes`.
+pub fn waiting_module(dir: &Path) -> String {
+    let d = dir.display();
+    format!(
+        r#"resource "terraform_data" "a" {{}}
+resource "terraform_data" "w" {{
+  depends_on = [terraform_data.a]
+  provisioner "local-exec" {{
+    command = "echo x >> {d}/created; touch {d}/started; i=0; while [ ! -e {d}/release ] && [ $i -lt 1200 ]; do sleep 0.1; i=$((i+1)); done"
+  }}
+}}
+output "done" {{ value = "yes" }}
+"#
+    )
+}
+
 /// Whether the end-to-end tests run against PostgreSQL (`SNG_E2E_DATABASE`).
 pub fn on_postgres() -> bool {
     std::env::var("SNG_E2E_DATABASE").is_ok_and(|u| !u.is_empty())
@@ -86,16 +121,43 @@ impl Server {
     /// level in `SNG_TEST_LOG`, to see a failing test's server), its stderr
     /// to `stderr`; returns once it answers `/healthz`.
     pub fn spawn(dir: &Path, extra: &[&str], env: &[(&str, &str)], stderr: Stdio) -> Server {
+        let store = if extra.contains(&"--database") {
+            vec![]
+        } else {
+            database_args(dir)
+        };
+        Self::launch(dir, &store, extra, env, stderr)
+    }
+
+    /// A server that runs workspaces on SQLite in `dir`, whatever `SNG_E2E_DATABASE` says.
+    pub fn start_runs_on_sqlite(dir: &Path, registry: &str) -> Server {
+        let (engine, mirror) = (engine(), provider_mirror());
+        let args = [
+            "--engine",
+            &engine,
+            "--insecure-registry",
+            registry,
+            "--provider-mirror",
+            &mirror,
+        ];
+        Self::launch(dir, &[], &args, &[], Stdio::inherit())
+    }
+
+    /// `sng server` over `dir` with the `store` arguments, then `extra`.
+    fn launch(
+        dir: &Path,
+        store: &[String],
+        extra: &[&str],
+        env: &[(&str, &str)],
+        stderr: Stdio,
+    ) -> Server {
         let _ = std::fs::remove_file(dir.join("server.url"));
         let child = Command::new(SNG)
             .args(["server", "--listen", "127.0.0.1:0", "--data-dir"])
             .arg(dir)
-            .args(if extra.contains(&"--database") {
-                vec![]
-            } else {
-                database_args(dir)
-            })
+            .args(store)
             .args(extra)
+            .env_remove("SNG_DATABASE")
             .env(
                 "SNG_LOG",
                 std::env::var("SNG_TEST_LOG").unwrap_or_else(|_| "warn".into()),
