@@ -225,8 +225,19 @@ pg_start() {
 # pg_db_url NAME: the URL of database NAME on PG_URL's server.
 pg_db_url() { echo "${PG_URL%/*}/$1"; }
 
-# pg_sql NAME SQL: run SQL in database NAME, unaligned tuples only, `|`-separated, on stdout.
-pg_sql() { PGOPTIONS="-c client_min_messages=warning" psql "$(pg_db_url "$1")" -X -qAt -v ON_ERROR_STOP=1 -c "$2"; }
+# pg_sql NAME SQL: run SQL in database NAME, unaligned tuples only, `|`-separated, on stdout;
+# tried 3 times, a second apart, when psql fails (the server is shared: a full disk, a restart).
+pg_sql() {
+  local try out
+  for try in 1 2 3; do
+    if out=$(PGOPTIONS="-c client_min_messages=warning" psql "$(pg_db_url "$1")" -X -qAt -v ON_ERROR_STOP=1 -c "$2"); then
+      [ -z "$out" ] || printf '%s\n' "$out"
+      return 0
+    fi
+    [ "$try" = 3 ] || sleep 1
+  done
+  return 1
+}
 
 # pg_create_db NAME: a fresh database NAME (dropped first if it exists).
 pg_create_db() {
