@@ -663,7 +663,7 @@ if do_lat:
     claimer = {x.split("=")[0]: x.split("=")[1] for x in r["lat3.run_claimer"].split(";") if x}
     same = sum(1 for x in rows if claimer.get(x[4]) == f"replica {x[0]}")
     print()
-    print(f"With {replicas} replicas, {same} of {len(rows)} runs were claimed by the replica the apply went to.")
+    print(f"With {replicas} replicas, runs claimed by the replica the apply went to: {same} of {len(rows)}.")
     print()
 if do_runs:
     total = i("runs.total_ms")
