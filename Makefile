@@ -1,7 +1,7 @@
 # sng — two commands on a fresh machine: `make demo` and `make test`.
 CARGO ?= cargo
 
-.PHONY: all build demo test setup lint bench bench-scale bench-pass
+.PHONY: all build demo test setup lint bench bench-scale bench-pass bench-replicas
 
 all: build
 
@@ -46,3 +46,8 @@ bench-pass:
 ## bench-scale: the reconciler at scale (1,000 Ready workspaces restarted, a burst of 200).
 bench-scale: build
 	SNG_BIN=target/release/sng bench/restart-and-burst.sh
+
+## bench-replicas: replicas on PostgreSQL (list 10,000 on PostgreSQL vs SQLite, apply → run
+## started with 1 and 3 replicas, 1,000 runs over 3 replicas, idle CPU of 3 replicas).
+bench-replicas: build
+	SNG_BIN=target/release/sng bench/replicas.sh

@@ -198,3 +198,96 @@ engine_steps() {
   done
   echo "${out%,}"
 }
+
+# --- several replicas on PostgreSQL (bench/replicas.sh) ---------------------------------------
+# Set by these: PG_URL (the server's URL, database `postgres`), REPLICA_PIDS and REPLICA_DIRS
+# (arrays, one entry per replica started by start_replica).
+
+# cpu_ticks PID VAR: utime+stime of the process (all its threads), in clock ticks, into VAR. No
+# fork. (Same as the copy in bench/restart-and-burst.sh.)
+cpu_ticks() {
+  local line rest
+  read -r line <"/proc/$1/stat" || return 1
+  rest=${line##*) } # after "(comm) ": field 3 (state) onwards
+  local -a f
+  read -r -a f <<<"$rest"
+  # f[0] is field 3, so field N is f[N-3]: utime 14, stime 15.
+  printf -v "$2" '%s' "$((f[11] + f[12]))"
+}
+
+# pg_start: the PostgreSQL of the tests (scripts/pg.sh start: started, or reused when one answers
+# on its port); sets PG_URL. It is never stopped here: others may share it.
+pg_start() {
+  command -v psql >/dev/null || die "psql is needed (Debian package postgresql-client-15)"
+  PG_URL=$("$ROOT/scripts/pg.sh" start 2>/dev/null) || die "scripts/pg.sh start failed"
+}
+
+# pg_db_url NAME: the URL of database NAME on PG_URL's server.
+pg_db_url() { echo "${PG_URL%/*}/$1"; }
+
+# pg_sql NAME SQL: run SQL in database NAME, unaligned tuples only, `|`-separated, on stdout;
+# tried 3 times, a second apart, when psql fails (the server is shared: a full disk, a restart).
+pg_sql() {
+  local try out
+  for try in 1 2 3; do
+    if out=$(PGOPTIONS="-c client_min_messages=warning" psql "$(pg_db_url "$1")" -X -qAt -v ON_ERROR_STOP=1 -c "$2"); then
+      [ -z "$out" ] || printf '%s\n' "$out"
+      return 0
+    fi
+    [ "$try" = 3 ] || sleep 1
+  done
+  return 1
+}
+
+# pg_create_db NAME: a fresh database NAME (dropped first if it exists).
+pg_create_db() {
+  pg_sql postgres "DROP DATABASE IF EXISTS \"$1\" WITH (FORCE)" >/dev/null
+  pg_sql postgres "CREATE DATABASE \"$1\"" >/dev/null
+}
+
+# pg_drop_db NAME: drop database NAME (its sessions are ended).
+pg_drop_db() { pg_sql postgres "DROP DATABASE IF EXISTS \"$1\" WITH (FORCE)" >/dev/null 2>&1 || true; }
+
+# pg_postmaster_pid: the process id of the PostgreSQL server (first line of postmaster.pid in its
+# data directory), or nothing when it cannot be read.
+pg_postmaster_pid() {
+  local dir
+  dir=$(pg_sql postgres "SHOW data_directory" 2>/dev/null) || return 0
+  [ -r "$dir/postmaster.pid" ] && head -1 "$dir/postmaster.pid"
+}
+
+# start_replica DIR LOG DATABASE_URL MASTER_KEY_FILE: start one more replica on DIR (its own data
+# directory) sharing DATABASE_URL, wait until it answers; appended to REPLICA_PIDS, REPLICA_DIRS.
+# The first replica of a fresh database writes DIR/admin.token; later ones get a copy of the first
+# one's before they start. Leaves SERVER_PID and SERVER_DIR on it, client settings not changed.
+start_replica() {
+  local dir=$1 log=$2
+  local -a SERVER_ARGS=(${SERVER_ARGS[@]+"${SERVER_ARGS[@]}"} --database "$3" --master-key-file "$4")
+  mkdir -p "$dir"
+  if [ "${#REPLICA_DIRS[@]}" -gt 0 ] && [ ! -s "$dir/admin.token" ]; then
+    cp "${REPLICA_DIRS[0]}/admin.token" "$dir/admin.token"
+  fi
+  launch_server "$dir" "$log"
+  REPLICA_PIDS+=("$SERVER_PID")
+  REPLICA_DIRS+=("$dir")
+  poll_until 60 "$SERVER_PID" server_up || { cat "$log" >&2; die "replica $dir did not start"; }
+  [ -s "$dir/admin.token" ] || die "replica $dir: no admin token (the first replica of a database writes it)"
+}
+
+# stop_replicas: SIGTERM to every replica at once, wait for them; REPLICA_PIDS and REPLICA_DIRS
+# emptied.
+stop_replicas() {
+  local p
+  for p in ${REPLICA_PIDS[@]+"${REPLICA_PIDS[@]}"}; do kill -TERM "$p" 2>/dev/null || true; done
+  for p in ${REPLICA_PIDS[@]+"${REPLICA_PIDS[@]}"}; do wait "$p" 2>/dev/null || true; done
+  REPLICA_PIDS=()
+  REPLICA_DIRS=()
+  SERVER_PID=
+}
+
+# replica_urls: the URLs of the replicas started, space-separated.
+replica_urls() {
+  local d out=
+  for d in "${REPLICA_DIRS[@]}"; do out+="$(cat "$d/server.url") "; done
+  echo "${out% }"
+}
