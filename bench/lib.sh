@@ -204,7 +204,7 @@ engine_steps() {
 # (arrays, one entry per replica started by start_replica).
 
 # cpu_ticks PID VAR: utime+stime of the process (all its threads), in clock ticks, into VAR. No
-# fork. (Same as the copy in bench/restart-and-burst.sh.)
+# fork.
 cpu_ticks() {
   local line rest
   read -r line <"/proc/$1/stat" || return 1

@@ -95,18 +95,8 @@ cleanup() {
 # Results: KEY<TAB>VALUE lines, read by the report at the end.
 make_work sng-bench-rb
 
-# cpu_ticks PID VAR: utime+stime of the process (all its threads), in clock ticks, into VAR. No fork.
-# (Its children's times are not used: the engines run under bwrap, whose inner processes are not
-# accounted to the server's cutime.)
-cpu_ticks() {
-  local line rest
-  read -r line <"/proc/$1/stat" || return 1
-  rest=${line##*) } # after "(comm) ": field 3 (state) onwards
-  local -a f
-  read -r -a f <<<"$rest"
-  # f[0] is field 3, so field N is f[N-3]: utime 14, stime 15.
-  printf -v "$2" '%s' "$((f[11] + f[12]))"
-}
+# cpu_ticks PID VAR (bench/lib.sh): the process's own times; its children's are not used: the
+# engines run under bwrap, whose inner processes are not accounted to the server's cutime.
 
 # machine_ticks VAR: busy and total CPU ticks of the whole machine (first line of /proc/stat) into
 # VAR_busy and VAR_total. No fork.
