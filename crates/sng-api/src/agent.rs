@@ -226,6 +226,29 @@ pub struct Secrets {
     /// Every secret value given to the run (and earlier values of rotated ones), masked
     /// wherever the run writes.
     pub mask: Vec<String>,
+    /// The registry credentials of the module (`spec.module.pullSecretRef`), for a runner that
+    /// fetches the module itself (a remote agent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub registry: Option<RegistryLogin>,
+}
+
+/// A user name and password for the module's registry (its `Debug` hides the password).
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RegistryLogin {
+    /// User name.
+    pub username: String,
+    /// Password or token.
+    pub password: String,
+}
+
+impl std::fmt::Debug for RegistryLogin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RegistryLogin")
+            .field("username", &self.username)
+            .field("password", &REDACTED)
+            .finish()
+    }
 }
 
 /// The value of one secret attribute of a provider block (its `Debug` hides the value).
@@ -253,6 +276,7 @@ impl std::fmt::Debug for Secrets {
             .field("provider_values", &self.provider_values)
             .field("imports", &imports)
             .field("mask", &self.mask.len())
+            .field("registry", &self.registry)
             .finish()
     }
 }
@@ -427,6 +451,10 @@ pub struct JobOutcome {
     pub held: bool,
     /// The policy decisions, when policies were evaluated.
     pub policies: Vec<PolicyDecision>,
+    /// Interrupted because the runner itself stopped (a server or agent shutdown), not by a
+    /// cancel or the deadline: the next run re-plans.
+    #[serde(default)]
+    pub stopped: bool,
 }
 
 impl JobOutcome {
@@ -443,6 +471,7 @@ impl JobOutcome {
             interrupted_step: None,
             held: false,
             policies: vec![],
+            stopped: false,
         }
     }
 }

@@ -10,6 +10,7 @@ pub mod labels;
 pub mod meta;
 pub mod object;
 pub mod provider;
+pub mod remote;
 pub mod run;
 pub mod schema;
 pub mod secret;
