@@ -7,6 +7,7 @@ const CANARY_ENV: &str = "CANARY-env-5512";
 const CANARY_PASSWORD: &str = "CANARY-token-0931";
 const CANARY_PROVIDER: &str = "CANARY-provider-2207";
 const CANARY_IMPORT: &str = "CANARY-import-7740";
+const CANARY_REGISTRY: &str = "CANARY-registry-3318";
 
 /// Each message serializes to the JSON given and reads back as itself.
 fn round_trips<T>(table: &[(T, Value)])
@@ -97,6 +98,10 @@ fn secrets() -> Secrets {
             CANARY_PROVIDER.into(),
             CANARY_IMPORT.into(),
         ],
+        registry: Some(RegistryLogin {
+            username: "puller".into(),
+            password: CANARY_REGISTRY.into(),
+        }),
     }
 }
 
@@ -176,6 +181,7 @@ fn job_specs_and_claims_round_trip() {
         "providerValues": [{"provider": 0, "attribute": "secret_key", "value": CANARY_PROVIDER}],
         "imports": [{"to": "aws_iam_user.u", "id": CANARY_IMPORT}],
         "mask": [CANARY_ENV, CANARY_PROVIDER, CANARY_IMPORT],
+        "registry": {"username": "puller", "password": CANARY_REGISTRY},
     });
     round_trips(&[
         (secrets(), secrets_wire.clone()),
@@ -196,7 +202,13 @@ fn job_specs_and_claims_round_trip() {
 #[test]
 fn a_job_spec_holds_no_secret_value() {
     let text = serde_json::to_string(&spec()).unwrap();
-    for canary in [CANARY_ENV, CANARY_PASSWORD, CANARY_PROVIDER, CANARY_IMPORT] {
+    for canary in [
+        CANARY_ENV,
+        CANARY_PASSWORD,
+        CANARY_PROVIDER,
+        CANARY_IMPORT,
+        CANARY_REGISTRY,
+    ] {
         assert!(!text.contains(canary), "{canary} in {text}");
     }
     // The claim answer is where they are.
@@ -205,7 +217,13 @@ fn a_job_spec_holds_no_secret_value() {
         secrets: secrets(),
     })
     .unwrap();
-    for canary in [CANARY_ENV, CANARY_PASSWORD, CANARY_PROVIDER, CANARY_IMPORT] {
+    for canary in [
+        CANARY_ENV,
+        CANARY_PASSWORD,
+        CANARY_PROVIDER,
+        CANARY_IMPORT,
+        CANARY_REGISTRY,
+    ] {
         assert!(claim.contains(canary), "{canary}");
     }
     // Printed for debugging, the claim names its secrets and shows none.
@@ -216,7 +234,13 @@ fn a_job_spec_holds_no_secret_value() {
             secrets: secrets()
         }
     );
-    for canary in [CANARY_ENV, CANARY_PASSWORD, CANARY_PROVIDER, CANARY_IMPORT] {
+    for canary in [
+        CANARY_ENV,
+        CANARY_PASSWORD,
+        CANARY_PROVIDER,
+        CANARY_IMPORT,
+        CANARY_REGISTRY,
+    ] {
         assert!(!printed.contains(canary), "{canary} in {printed}");
     }
     assert!(printed.contains("TF_VAR_password") && printed.contains("aws_iam_user.u"));
@@ -339,11 +363,12 @@ fn outcomes_round_trip() {
         "interruptedStep": null,
         "held": true,
         "policies": [],
+        "stopped": false,
     });
     let empty_wire = json!({
         "result": {"result": "Failed", "message": "why"}, "plan": null, "outputs": null,
         "sensitive": [], "steps": [], "lockHolder": null, "stateSerial": null,
-        "interruptedStep": null, "held": false, "policies": [],
+        "interruptedStep": null, "held": false, "policies": [], "stopped": false,
     });
     round_trips(&[
         (full, full_wire),

@@ -282,6 +282,8 @@ reasons!(
         ModuleInvalid => "ModuleInvalid",
         /// The outputs secret's name is taken by a secret the workspace does not own.
         OutputsSecretConflict => "OutputsSecretConflict",
+        /// Two agent pools select the workspace: it runs on neither until one stops.
+        AgentPoolConflict => "AgentPoolConflict",
         /// The tenant's run quota is used up.
         QuotaExceeded => "QuotaExceeded",
         /// `suspend: true`.
@@ -387,6 +389,10 @@ pub struct RunRecord {
     /// Module digest pinned for the run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub module_digest: Option<String>,
+    /// The agent that ran it: `local@HOST/…` (the server's own), or `agt-…` (a remote agent of
+    /// the workspace's pool, `sng agent list -o wide`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
     /// Plan summary (id, counts, hash).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub plan: Option<Value>,
@@ -442,6 +448,7 @@ impl Default for RunRecord {
             phase: RunPhase::Running,
             module_source: None,
             module_digest: None,
+            agent: None,
             plan: None,
             state_serial_before: None,
             state_serial_after: None,

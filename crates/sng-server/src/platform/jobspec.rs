@@ -95,6 +95,7 @@ pub fn claim(job: Job<'_>, inputs: &Inputs, state: RunBackend) -> Claim {
             provider_values,
             imports: secret_imports,
             mask,
+            registry: None,
         },
     }
 }

@@ -18,8 +18,8 @@ use sng_runner::Reporter;
 use sng_store::{now_rfc3339, RunRecord, Store};
 
 use super::agent::Lease;
+use super::conclude::{plan_id, plan_record};
 use super::record::emit;
-use super::worker::{plan_id, plan_record};
 
 /// Records what a run reports.
 pub struct RunReporter {
