@@ -6,6 +6,7 @@
 //! secret values), `operator` also changes things, `admin` also manages the tenant's settings
 //! and tokens.
 
+//TMP mod agent_api;
 mod audit;
 mod events;
 mod extract;
@@ -71,6 +72,7 @@ pub fn router(state: AppState) -> Router {
             put(objects::write_status).patch(objects::write_status),
         )
         .merge(state_backend())
+//TMP        .merge(agent_api::routes())
         .route(
             "/api/v1/tenants/{tenant}/events",
             get(events::list_events).post(events::inject_event),

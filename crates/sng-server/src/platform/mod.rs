@@ -3,6 +3,7 @@
 
 pub mod agent;
 mod checks;
+mod conclude;
 pub mod decisions;
 pub(crate) mod facts;
 mod finalize;
@@ -12,6 +13,7 @@ pub mod memo;
 mod policy;
 mod prepare;
 mod record;
+//TMP pub mod remote;
 pub mod reporter;
 mod s3;
 pub mod snapshots;
