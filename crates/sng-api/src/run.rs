@@ -413,6 +413,10 @@ pub struct RunRecord {
     pub message: Option<String>,
     /// Creation.
     pub created_at: String,
+    /// When the engine started (its first step), on whichever agent: queued time is
+    /// `startedAt - createdAt`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_at: Option<String>,
     /// End.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub finished_at: Option<String>,
@@ -456,6 +460,7 @@ impl Default for RunRecord {
             reason: None,
             message: None,
             created_at: String::new(),
+            started_at: None,
             finished_at: None,
             steps: Vec::new(),
             decisions: Vec::new(),

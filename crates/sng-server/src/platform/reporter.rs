@@ -26,8 +26,8 @@ pub struct RunReporter {
     store: Arc<Store>,
     /// The run's lease: its writes are refused once the lease is gone.
     lease: Arc<Lease>,
-    /// The record as it was when the engine started.
-    record: RunRecord,
+    /// The record as the run's events made it (its plan, when the engine started).
+    record: Mutex<RunRecord>,
     generation: i64,
     /// The workspace's status, as the run changes it.
     status: Mutex<WorkspaceStatus>,
@@ -144,7 +144,7 @@ impl RunReporter {
             log: Arc::new(LogSink::new(store.clone(), lease.clone())),
             store,
             lease,
-            record: record.clone(),
+            record: Mutex::new(record.clone()),
             generation,
             status: Mutex::new(status.clone()),
         }
@@ -156,11 +156,12 @@ impl RunReporter {
         self.log.clone()
     }
 
-    /// The workspace's status once the run is over; `sensitive` (values learnt at the end of
-    /// the run) masked in its log, all of which is written.
-    pub fn finish(self, sensitive: &[String]) -> WorkspaceStatus {
+    /// The workspace's status once the run is over, and when the engine started; `sensitive`
+    /// (values learnt at the end of the run) masked in its log, all of which is written.
+    pub fn finish(self, sensitive: &[String]) -> (WorkspaceStatus, Option<String>) {
         self.log.finish(sensitive);
-        self.status.into_inner().expect("lock")
+        let started = self.record.into_inner().expect("lock").started_at;
+        (self.status.into_inner().expect("lock"), started)
     }
 }
 
@@ -173,17 +174,26 @@ impl Reporter for RunReporter {
         // What the run printed before an event is stored before it (a reader of the plan
         // event finds the log that led to it).
         self.log.flush();
-        let (store, rec) = (&self.store, &self.record);
+        let store = &self.store;
+        let rec = self.record.lock().expect("lock").clone();
+        let rec = &rec;
         match event {
-            JobEvent::StepStarted { .. } => {}
+            JobEvent::StepStarted { .. } => {
+                let mut started = self.record.lock().expect("lock");
+                if started.started_at.is_none() {
+                    started.started_at = Some(now_rfc3339());
+                    self.lease.record(store, &started);
+                }
+            }
             JobEvent::Planned { plan } => {
                 let c = plan.counts;
                 let id = plan_id(&rec.id, &plan.hash);
-                let mut planned = rec.clone();
+                let mut planned = self.record.lock().expect("lock");
                 planned.plan_hash = Some(plan.hash.clone());
                 planned.plan = Some(plan_record(&id, &plan, None));
                 // In the record as soon as it exists: a run killed hard keeps its plan.
                 self.lease.record(store, &planned);
+                drop(planned);
                 let data = json!({"planId": id, "add": c.add, "change": c.change, "destroy": c.destroy, "import": c.import, "forget": c.forget, "move": c.moved, "unknownActions": plan.unknown, "hash": plan.hash});
                 emit(store, rec, "run.planned", data);
             }
@@ -294,7 +304,7 @@ mod tests {
             step: "apply".into(),
         });
         reporter.event(JobEvent::Applying);
-        let status = reporter.finish(&["late-sensitive-77".to_string()]);
+        let (status, _) = reporter.finish(&["late-sensitive-77".to_string()]);
         assert!(sng_core::conditions::is_true(&status, APPLYING));
         assert!(!sng_core::conditions::is_true(&status, PLANNING));
 

@@ -353,6 +353,8 @@ async fn execute_here(
     let ticker = ticking.drop_guard();
     let out = sng_runner::execute(&p.runner, &p.policy, input, &reporter, cancel).await;
     drop(ticker);
-    b.st = reporter.finish(&out.sensitive);
+    let (st, started_at) = reporter.finish(&out.sensitive);
+    b.st = st;
+    b.record.started_at = started_at;
     out
 }

@@ -1,6 +1,7 @@
 //! Test harness: a real `sng server` process, the `sng` CLI, waits on conditions.
 #![allow(dead_code)]
 
+pub mod agents;
 pub mod postgres;
 pub mod receiver;
 pub mod tenants;
@@ -100,8 +101,16 @@ impl Server {
         stderr: Stdio,
     ) -> Server {
         let _ = std::fs::remove_file(dir.join("server.url"));
+        // `--listen` in `extra` (a server restarted at the same address) replaces port 0.
+        let listen: &[&str] = if extra.contains(&"--listen") {
+            &[]
+        } else {
+            &["--listen", "127.0.0.1:0"]
+        };
         let child = Command::new(SNG)
-            .args(["server", "--listen", "127.0.0.1:0", "--data-dir"])
+            .arg("server")
+            .args(listen)
+            .arg("--data-dir")
             .arg(dir)
             .args(store)
             .args(extra)
