@@ -192,6 +192,25 @@ pub struct AgentInfo {
     pub error: Option<String>,
 }
 
+/// An agent pool token as listed (`sng agent-pool token list`): never its value.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentTokenInfo {
+    /// `atk-…`.
+    pub id: String,
+    /// Tenant of the pool.
+    pub tenant: String,
+    /// The pool whose jobs it claims.
+    pub pool: String,
+    /// Free text.
+    pub description: String,
+    /// Creation time (RFC 3339).
+    pub created_at: String,
+    /// When it was revoked; a revoked token is refused (403).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub revoked_at: Option<String>,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -79,6 +79,9 @@ pub struct Job {
     pub cancel_by: Option<String>,
     /// The job spec, JSON (module digest, generated files, variable names; no secret value).
     pub spec: serde_json::Value,
+    /// The agent pool whose agents run it; none: the server's local agents.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pool: Option<String>,
 }
 
 /// A claim granted: the job and the lease its holder must renew.

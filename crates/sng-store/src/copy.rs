@@ -39,6 +39,8 @@ pub(crate) const TABLES: &[&str] = &[
     "quarantine",
     "jobs",
     "job_turns",
+    "agent_tokens",
+    "agents",
 ];
 
 /// Tables of the databases themselves, not of the store: SQLite's counters of AUTOINCREMENT

@@ -11,7 +11,8 @@ use sng_core::jobs::{Beat, Cancelled, Claim, Expired, Job, JobState};
 
 use crate::{now_rfc3339, Result, RunRecord, Store, StoreError};
 
-const COLUMNS: &str = "id, tenant, workspace, state, epoch, agent, lease_until, cancel_by, spec";
+const COLUMNS: &str =
+    "id, tenant, workspace, state, epoch, agent, lease_until, cancel_by, spec, pool";
 
 fn job_of(r: &Row) -> Result<(Job, String)> {
     let state: String = r.get(3)?;
@@ -27,6 +28,7 @@ fn job_of(r: &Row) -> Result<(Job, String)> {
             lease_until: r.get(6)?,
             cancel_by: r.get(7)?,
             spec: serde_json::Value::Null,
+            pool: r.get(9)?,
         },
         spec,
     ))
@@ -73,15 +75,18 @@ impl Store {
             )));
         }
         put_run(&tx, run)?;
+        // The pool whose agents run it (none: the server's local agents).
+        let pool = spec.get("pool").and_then(|p| p.as_str());
         tx.execute(
-            "INSERT INTO jobs (id, tenant, workspace, state, epoch, spec, enqueued_at)
-             VALUES (?1, ?2, ?3, 'queued', 0, ?4, ?5)",
+            "INSERT INTO jobs (id, tenant, workspace, state, epoch, spec, enqueued_at, pool)
+             VALUES (?1, ?2, ?3, 'queued', 0, ?4, ?5, ?6)",
             params![
                 run.id,
                 run.tenant,
                 run.workspace,
                 serde_json::to_string(spec).expect("json"),
-                now_rfc3339()
+                now_rfc3339(),
+                pool
             ],
         )?;
         let job = job_where(&tx, "id = ?1", params![run.id])?.expect("just inserted");
@@ -95,6 +100,7 @@ impl Store {
     /// job and fewer leased jobs than its `spec.quotas.concurrentRuns`, its oldest job; only
     /// among `tenants` when given (an agent bound to some tenants). The lease runs `lease_ms`
     /// from `now_ms`; the epoch is raised.
+    /// Only jobs of no pool: the server's local agents.
     pub fn job_claim(
         &self,
         agent: &str,
@@ -103,11 +109,35 @@ impl Store {
         lease_ms: i64,
     ) -> Result<Option<Claim>> {
         let allowed = tenants.map(|t| serde_json::to_string(t).expect("json"));
+        self.claim_in(agent, Scope::Local(allowed.as_deref()), now_ms, lease_ms)
+    }
+
+    /// Claim the next job of `pool` of `tenant` for `agent` (a remote agent of that pool): its
+    /// oldest queued job, under the tenant's `concurrentRuns` quota, with a lease and a new
+    /// epoch as [`Store::job_claim`].
+    pub fn job_claim_pool(
+        &self,
+        agent: &str,
+        tenant: &str,
+        pool: &str,
+        now_ms: i64,
+        lease_ms: i64,
+    ) -> Result<Option<Claim>> {
+        self.claim_in(agent, Scope::Pool(tenant, pool), now_ms, lease_ms)
+    }
+
+    fn claim_in(
+        &self,
+        agent: &str,
+        scope: Scope<'_>,
+        now_ms: i64,
+        lease_ms: i64,
+    ) -> Result<Option<Claim>> {
         let mut conn = self.conn()?;
         let tx = conn.row_locking()?;
         let Some((id, tenant)) = (match tx.dialect() {
-            Dialect::Sqlite => claimable_sqlite(&tx, allowed.as_deref())?,
-            Dialect::Postgres => claimable_pg(&tx, allowed.as_deref())?,
+            Dialect::Sqlite => claimable_sqlite(&tx, scope)?,
+            Dialect::Postgres => claimable_pg(&tx, scope)?,
         }) else {
             return Ok(None);
         };
@@ -371,29 +401,65 @@ impl Store {
     }
 }
 
+/// Which queued jobs a claim may take.
+#[derive(Clone, Copy)]
+enum Scope<'a> {
+    /// Jobs of no pool (the local agents), of these tenants (a JSON array) or all.
+    Local(Option<&'a str>),
+    /// The jobs of one pool of one tenant.
+    Pool(&'a str, &'a str),
+}
+
+impl<'a> Scope<'a> {
+    /// The condition on `j` (parameters `?1` and `?2`) and its two parameters.
+    fn clause(self, in_list: &str) -> (String, Option<&'a str>, Option<&'a str>) {
+        match self {
+            Scope::Local(allowed) => (
+                format!(
+                    "j.pool IS NULL AND (CAST(?1 AS TEXT) IS NULL OR j.tenant IN ({in_list})) AND CAST(?2 AS TEXT) IS NULL"
+                ),
+                allowed,
+                None,
+            ),
+            Scope::Pool(tenant, pool) => (
+                "j.tenant = ?1 AND j.pool = ?2".to_string(),
+                Some(tenant),
+                Some(pool),
+            ),
+        }
+    }
+}
+
 /// The next job to claim (id, tenant), SQLite: the write transaction holds the database.
-fn claimable_sqlite(tx: &dyn Exec, allowed: Option<&str>) -> Result<Option<(String, String)>> {
+fn claimable_sqlite(tx: &dyn Exec, scope: Scope<'_>) -> Result<Option<(String, String)>> {
+    let (clause, a, b) = scope.clause("SELECT value FROM json_each(?1)");
     let tenant: Option<String> = tx.query_opt(
-        "SELECT j.tenant FROM jobs j
+        &format!(
+            "SELECT j.tenant FROM jobs j
            LEFT JOIN job_turns t ON t.tenant = j.tenant
           WHERE j.state = 'queued'
-            AND (?1 IS NULL OR j.tenant IN (SELECT value FROM json_each(?1)))
+            AND {clause}
             AND (SELECT COUNT(*) FROM jobs l WHERE l.tenant = j.tenant AND l.state = 'leased')
                 < COALESCE((SELECT json_extract(o.spec, '$.quotas.concurrentRuns') FROM objects o
                              WHERE o.tenant = '' AND o.kind = 'Tenant' AND o.name = j.tenant),
                            9223372036854775807)
           GROUP BY j.tenant
           ORDER BY COALESCE(MAX(t.served), 0), j.tenant
-          LIMIT 1",
-        params![allowed],
+          LIMIT 1"
+        ),
+        params![a, b],
         |r| r.get(0),
     )?;
     let Some(tenant) = tenant else {
         return Ok(None);
     };
+    let (clause, a, b) = scope.clause("SELECT value FROM json_each(?1)");
     let id: String = tx.query_row(
-        "SELECT id FROM jobs WHERE tenant = ?1 AND state = 'queued' ORDER BY seq LIMIT 1",
-        params![tenant],
+        &format!(
+            "SELECT j.id FROM jobs j WHERE j.tenant = ?3 AND j.state = 'queued' AND {clause}
+              ORDER BY j.seq LIMIT 1"
+        ),
+        params![a, b, tenant],
         |r| r.get(0),
     )?;
     Ok(Some((id, tenant)))
@@ -410,20 +476,21 @@ const PG_QUOTA: &str =
 /// LOCKED` (a job another process is claiming is passed over, never shared). The quota is
 /// checked again once the claims of that tenant are serialised (an advisory lock per tenant):
 /// two processes never lease past `concurrentRuns` together.
-fn claimable_pg(tx: &dyn Exec, allowed: Option<&str>) -> Result<Option<(String, String)>> {
+fn claimable_pg(tx: &dyn Exec, scope: Scope<'_>) -> Result<Option<(String, String)>> {
+    let (clause, a, b) = scope.clause("SELECT jsonb_array_elements_text(CAST(?1 AS TEXT)::jsonb)");
     let picked: Option<(String, String)> = tx.query_opt(
         &format!(
             "SELECT j.id, j.tenant FROM jobs j
                LEFT JOIN job_turns t ON t.tenant = j.tenant
               WHERE j.state = 'queued'
-                AND (?1 IS NULL OR j.tenant IN (SELECT jsonb_array_elements_text(?1::jsonb)))
+                AND {clause}
                 AND (SELECT COUNT(*) FROM jobs l WHERE l.tenant = j.tenant AND l.state = 'leased')
                     < {PG_QUOTA}
               ORDER BY COALESCE(t.served, 0), j.tenant, j.seq
               LIMIT 1
               FOR UPDATE OF j SKIP LOCKED"
         ),
-        params![allowed],
+        params![a, b],
         |r| Ok((r.get(0)?, r.get(1)?)),
     )?;
     let Some((id, tenant)) = picked else {

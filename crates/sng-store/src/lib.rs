@@ -4,6 +4,7 @@
 //! several replicas ([`Store::connect`]). The SQL is written once (`db`).
 #![forbid(unsafe_code)]
 
+mod agents;
 mod approvals;
 mod audit;
 mod audited;
@@ -34,6 +35,7 @@ use std::sync::{Arc, Mutex, RwLock};
 
 use rusqlite::Connection;
 
+pub use agents::{AgentRow, AgentTokenCheck};
 pub use approvals::{ApprovalDecision, Cause, RunRef, Superseded};
 pub use audit::{by_value, Actor, AuditEntry};
 pub use copy::{copy_sqlite_to_postgres, CopyReport, TableCopy};

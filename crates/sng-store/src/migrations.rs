@@ -23,6 +23,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/sqlite/0011_jobs.sql"),
     include_str!("../migrations/sqlite/0012_run_logs.sql"),
     include_str!("../migrations/sqlite/0013_delivery_leases.sql"),
+    include_str!("../migrations/sqlite/0014_agents.sql"),
 ];
 
 /// The PostgreSQL migrations, by name, in order. Never edit a released file: append.
@@ -34,6 +35,10 @@ const PG_MIGRATIONS: &[(&str, &str)] = &[
     (
         "0002_delivery_leases",
         include_str!("../migrations/postgres/0002_delivery_leases.sql"),
+    ),
+    (
+        "0003_agents",
+        include_str!("../migrations/postgres/0003_agents.sql"),
     ),
 ];
 
@@ -133,15 +138,16 @@ mod tests {
     /// The SQLite files are the released migrations, in order: a database migrates as before.
     #[test]
     fn sqlite_migrations_keep_their_order() {
-        assert_eq!(MIGRATIONS.len(), 13);
+        assert_eq!(MIGRATIONS.len(), 14);
         assert!(MIGRATIONS[0].contains("CREATE TABLE revision"));
         assert!(MIGRATIONS[10].contains("CREATE TABLE jobs"));
         assert!(MIGRATIONS[11].contains("CREATE TABLE run_logs"));
+        assert!(MIGRATIONS[13].contains("CREATE TABLE agents"));
         let mut c = Connection::open_in_memory().unwrap();
         migrate(&mut c).unwrap();
         let v: i64 = c
             .pragma_query_value(None, "user_version", |r| r.get(0))
             .unwrap();
-        assert_eq!(v, 13);
+        assert_eq!(v, 14);
     }
 }
