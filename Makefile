@@ -1,7 +1,7 @@
 # sng — two commands on a fresh machine: `make demo` and `make test`.
 CARGO ?= cargo
 
-.PHONY: all build demo test setup lint bench bench-scale bench-pass bench-replicas
+.PHONY: all build demo test setup lint bench bench-scale bench-pass bench-replicas bench-agents
 
 all: build
 
@@ -51,3 +51,8 @@ bench-scale: build
 ## started with 1 and 3 replicas, 1,000 runs over 3 replicas, idle CPU of 3 replicas).
 bench-replicas: build
 	SNG_BIN=target/release/sng bench/replicas.sh
+
+## bench-agents: a burst of 200 runs on two remote agents of one slot vs the local agent of two
+## slots, and the claim latency (job enqueued → engine started).
+bench-agents: build
+	SNG_BIN=target/release/sng bench/agents.sh

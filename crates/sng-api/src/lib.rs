@@ -9,6 +9,7 @@ pub mod governance;
 pub mod labels;
 pub mod meta;
 pub mod object;
+pub mod pool;
 pub mod provider;
 pub mod remote;
 pub mod run;

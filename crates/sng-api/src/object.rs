@@ -31,17 +31,20 @@ pub enum Kind {
     Policy,
     /// Signed event delivery.
     Webhook,
+    /// A tenant's pool of remote agents.
+    AgentPool,
 }
 
 impl Kind {
     /// Every kind.
-    pub const ALL: [Kind; 6] = [
+    pub const ALL: [Kind; 7] = [
         Kind::Workspace,
         Kind::Provider,
         Kind::Secret,
         Kind::Tenant,
         Kind::Policy,
         Kind::Webhook,
+        Kind::AgentPool,
     ];
 
     /// The kind from a user's word: case-insensitive, singular, plural or short name.
@@ -63,6 +66,7 @@ impl Kind {
             Kind::Tenant => "Tenant",
             Kind::Policy => "Policy",
             Kind::Webhook => "Webhook",
+            Kind::AgentPool => "AgentPool",
         }
     }
 
@@ -75,6 +79,7 @@ impl Kind {
             Kind::Tenant => "tenants",
             Kind::Policy => "policies",
             Kind::Webhook => "webhooks",
+            Kind::AgentPool => "agentpools",
         }
     }
 
@@ -87,6 +92,7 @@ impl Kind {
             Kind::Tenant => &[],
             Kind::Policy => &["pol"],
             Kind::Webhook => &["wh"],
+            Kind::AgentPool => &["ap", "agentpool", "agent-pool", "agent-pools"],
         }
     }
 
@@ -132,6 +138,8 @@ pub enum Object {
     Policy(Policy),
     /// A Webhook.
     Webhook(Webhook),
+    /// An AgentPool.
+    AgentPool(crate::pool::AgentPool),
 }
 
 impl Object {
@@ -144,6 +152,7 @@ impl Object {
             Object::Tenant(_) => Kind::Tenant,
             Object::Policy(_) => Kind::Policy,
             Object::Webhook(_) => Kind::Webhook,
+            Object::AgentPool(_) => Kind::AgentPool,
         }
     }
 
@@ -156,6 +165,7 @@ impl Object {
             Object::Tenant(o) => &o.metadata,
             Object::Policy(o) => &o.metadata,
             Object::Webhook(o) => &o.metadata,
+            Object::AgentPool(o) => &o.metadata,
         }
     }
 
@@ -168,6 +178,7 @@ impl Object {
             Object::Tenant(o) => &mut o.metadata,
             Object::Policy(o) => &mut o.metadata,
             Object::Webhook(o) => &mut o.metadata,
+            Object::AgentPool(o) => &mut o.metadata,
         }
     }
 
@@ -185,6 +196,7 @@ impl Object {
             Object::Tenant(o) => serde_json::to_value(&o.spec),
             Object::Policy(o) => serde_json::to_value(&o.spec),
             Object::Webhook(o) => serde_json::to_value(&o.spec),
+            Object::AgentPool(o) => serde_json::to_value(&o.spec),
             Object::Secret(o) => {
                 let mut s = o.clone();
                 s.normalize();
@@ -214,6 +226,7 @@ impl Object {
             Object::Tenant(o) => serde_json::to_value(o),
             Object::Policy(o) => serde_json::to_value(o),
             Object::Webhook(o) => serde_json::to_value(o),
+            Object::AgentPool(o) => serde_json::to_value(o),
         }
         .expect("API types serialize")
     }
@@ -229,7 +242,11 @@ impl Object {
                 o.normalize();
                 o.status = None;
             }
-            Object::Provider(_) | Object::Tenant(_) | Object::Policy(_) | Object::Webhook(_) => {}
+            Object::Provider(_)
+            | Object::Tenant(_)
+            | Object::Policy(_)
+            | Object::Webhook(_)
+            | Object::AgentPool(_) => {}
         }
     }
 
@@ -265,6 +282,7 @@ impl Object {
             Kind::Tenant => Object::Tenant(serde_json::from_value(doc).map_err(plain)?),
             Kind::Policy => Object::Policy(serde_json::from_value(doc).map_err(plain)?),
             Kind::Webhook => Object::Webhook(serde_json::from_value(doc).map_err(plain)?),
+            Kind::AgentPool => Object::AgentPool(serde_json::from_value(doc).map_err(plain)?),
         })
     }
 }
@@ -388,6 +406,7 @@ fn typed(kind: Kind, doc: Value) -> Result<Object, FieldError> {
         Kind::Tenant => Object::Tenant(typed_as(doc)?),
         Kind::Policy => Object::Policy(typed_as(doc)?),
         Kind::Webhook => Object::Webhook(typed_as(doc)?),
+        Kind::AgentPool => Object::AgentPool(typed_as(doc)?),
     })
 }
 
@@ -465,6 +484,7 @@ pub fn validate_object(obj: &Object) -> Vec<FieldError> {
         Object::Tenant(o) => validate::validate_tenant(o),
         Object::Policy(o) => crate::governance::validate_policy(o),
         Object::Webhook(o) => crate::governance::validate_webhook(o),
+        Object::AgentPool(o) => crate::pool::validate_pool(o),
     }
 }
 

@@ -12,6 +12,7 @@ pub fn schema_of(kind: Kind) -> Value {
         Kind::Secret => schemars::schema_for!(crate::secret::Secret),
         Kind::Tenant => schemars::schema_for!(crate::tenant::Tenant),
         Kind::Policy => schemars::schema_for!(crate::governance::Policy),
+        Kind::AgentPool => schemars::schema_for!(crate::pool::AgentPool),
         Kind::Webhook => schemars::schema_for!(crate::governance::Webhook),
     };
     let mut value = serde_json::to_value(schema).expect("schema serializes");

@@ -5,6 +5,7 @@
 //! of commands (`cli/*.rs`) holds its arguments beside the code that runs them. Commands that act
 //! on one named object take the shared [`args::WorkspaceRef`] (`KIND NAME`).
 
+pub mod agents;
 pub mod apply;
 pub mod args;
 pub mod config;
@@ -110,6 +111,19 @@ pub enum Command {
     Quarantine(quarantine::QuarantineCommand),
     /// Print the JSON Schema of a kind, for editors.
     Schema(objects::SchemaArgs),
+    /// The tokens of an AgentPool's remote agents: create, list, revoke.
+    #[command(subcommand)]
+    AgentPool(agents::AgentPoolCommand),
+    /// The tenant's remote agents: `sng agent list`.
+    #[command(subcommand)]
+    Agent(AgentCommand),
+}
+
+/// `sng agent …`.
+#[derive(Subcommand, Debug)]
+pub enum AgentCommand {
+    /// The tenant's remote agents and their status (Idle, Busy, Unknown, Errored, Exited).
+    List(agents::ListArgs),
 }
 
 /// Run the command: the client commands with the global flags completed from the config file's
@@ -151,5 +165,7 @@ pub fn run(cli: Cli, matches: &clap::ArgMatches) -> Result<(), CliError> {
         Command::Module(command) => module::run(command),
         Command::Events(command) => events::run(g, command),
         Command::Quarantine(command) => quarantine::run(g, command),
+        Command::AgentPool(command) => agents::run_pool(g, command),
+        Command::Agent(AgentCommand::List(args)) => agents::list(g, &args),
     }
 }

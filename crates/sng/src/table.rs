@@ -210,6 +210,25 @@ fn row(kind: Kind, v: &Value, wide: bool, now: DateTime<Utc>) -> Vec<String> {
                 .unwrap_or_else(|| "all".into());
             vec![name, s(str_at(v, &["spec", "url"])), events, age]
         }
+        Kind::AgentPool => {
+            let names = v
+                .pointer("/spec/workspaces")
+                .and_then(Value::as_array)
+                .map(|w| {
+                    w.iter()
+                        .filter_map(Value::as_str)
+                        .collect::<Vec<_>>()
+                        .join(",")
+                });
+            let selector = v.pointer("/spec/selector").map(|s| s.to_string());
+            let scope = match (names, selector) {
+                (None, None) => "*".to_string(),
+                (Some(n), None) => n,
+                (None, Some(s)) => s,
+                (Some(n), Some(s)) => format!("{n} + {s}"),
+            };
+            vec![name, scope, age]
+        }
     }
 }
 
@@ -224,6 +243,7 @@ fn header(kind: Kind, wide: bool) -> Vec<&'static str> {
         Kind::Tenant => (&["NAME", "PRODUCTION", "AGE"], &["DISPLAY NAME"]),
         Kind::Policy => (&["NAME", "ENFORCEMENT", "WORKSPACES", "AGE"], &[]),
         Kind::Webhook => (&["NAME", "URL", "EVENTS", "AGE"], &[]),
+        Kind::AgentPool => (&["NAME", "WORKSPACES", "AGE"], &[]),
     };
     let mut h = base.to_vec();
     if wide {

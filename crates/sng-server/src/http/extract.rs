@@ -30,8 +30,20 @@ impl FromRequestParts<AppState> for Caller {
             .filter(|t| !t.is_empty())
             .ok_or_else(ApiError::unauthorized)?
             .to_string();
-        match blocking(state, move |s| s.check_token(&token)).await? {
+        let value = token.clone();
+        match blocking(state, move |s| s.check_token(&value)).await? {
             TokenCheck::Valid(p) => Ok(Caller(p)),
+            TokenCheck::Unknown => {
+                // An agent pool token reads nothing of the API.
+                match blocking(state, move |s| s.agent_token_check(&token)).await? {
+                    sng_store::AgentTokenCheck::Unknown => {
+                        Err(ApiError::token_refused(&TokenCheck::Unknown))
+                    }
+                    _ => Err(ApiError::forbidden(
+                        "an agent pool token is only for `sng agent` (the /agent/v1 protocol): it reads nothing of the API",
+                    )),
+                }
+            }
             refused => Err(ApiError::token_refused(&refused)),
         }
     }

@@ -84,7 +84,74 @@ fn platform_metrics(st: &AppState) -> String {
         "Runs in progress.",
         &[(&[], p.running() as f64)],
     );
+    agent_metrics(p, &mut out);
     out
+}
+
+/// `sng_agents{tenant,pool,status}` (every status of each pool that has agents, zeros
+/// included) and `sng_queue_depth{tenant,pool}` (pool `""`: the server's local agents).
+fn agent_metrics(p: &crate::platform::Platform, out: &mut String) {
+    use std::collections::BTreeMap;
+    let now = chrono::Utc::now().timestamp_millis();
+    let agents = p
+        .store
+        .agents_list(None, now, crate::platform::agent::lease_ms())
+        .unwrap_or_default();
+    let mut counts: BTreeMap<(String, String, &str), f64> = BTreeMap::new();
+    for a in &agents {
+        for s in sng_api::remote::AgentState::ALL {
+            counts
+                .entry((a.tenant.clone(), a.pool.clone(), s.as_str()))
+                .or_insert(0.0);
+        }
+        *counts
+            .entry((a.tenant.clone(), a.pool.clone(), a.status.as_str()))
+            .or_insert(0.0) += 1.0;
+    }
+    let labels: Vec<[(&str, &str); 3]> = counts
+        .keys()
+        .map(|(t, pool, s)| {
+            [
+                ("tenant", t.as_str()),
+                ("pool", pool.as_str()),
+                ("status", *s),
+            ]
+        })
+        .collect();
+    let samples: Vec<(&[(&str, &str)], f64)> = labels
+        .iter()
+        .zip(counts.values())
+        .map(|(l, v)| (&l[..], *v))
+        .collect();
+    crate::events::write_metric(
+        out,
+        "sng_agents",
+        "gauge",
+        "Remote agents by tenant, pool and status (Idle, Busy, Unknown, Errored, Exited).",
+        &samples,
+    );
+    let depth = p.store.job_queue_depth().unwrap_or_default();
+    let labels: Vec<[(&str, &str); 2]> = depth
+        .iter()
+        .map(|(t, pool, _)| {
+            [
+                ("tenant", t.as_str()),
+                ("pool", pool.as_deref().unwrap_or("")),
+            ]
+        })
+        .collect();
+    let samples: Vec<(&[(&str, &str)], f64)> = labels
+        .iter()
+        .zip(&depth)
+        .map(|(l, (_, _, n))| (&l[..], *n as f64))
+        .collect();
+    crate::events::write_metric(
+        out,
+        "sng_queue_depth",
+        "gauge",
+        "Queued runs by tenant and agent pool (pool \"\": the server's local agents).",
+        &samples,
+    );
 }
 
 /// `GET /metrics`: Prometheus text format, no authentication.

@@ -6,7 +6,8 @@
 //! secret values), `operator` also changes things, `admin` also manages the tenant's settings
 //! and tokens.
 
-//TMP mod agent_api;
+mod agent_api;
+mod agents;
 mod audit;
 mod events;
 mod extract;
@@ -72,7 +73,7 @@ pub fn router(state: AppState) -> Router {
             put(objects::write_status).patch(objects::write_status),
         )
         .merge(state_backend())
-//TMP        .merge(agent_api::routes())
+        .merge(agent_api::routes())
         .route(
             "/api/v1/tenants/{tenant}/events",
             get(events::list_events).post(events::inject_event),
@@ -94,6 +95,15 @@ pub fn router(state: AppState) -> Router {
             get(tokens::get_token).delete(tokens::revoke_token),
         )
         .route("/api/v1/tenants/{tenant}/audit", get(audit::list_audit))
+        .route("/api/v1/tenants/{tenant}/agents", get(agents::list_agents))
+        .route(
+            "/api/v1/tenants/{tenant}/agent-tokens",
+            get(agents::list_pool_tokens).post(agents::create_pool_token),
+        )
+        .route(
+            "/api/v1/tenants/{tenant}/agent-tokens/{id}",
+            axum::routing::delete(agents::revoke_pool_token),
+        )
         .route("/api/v1/tenants/{tenant}/quarantine", get(quarantine::list))
         .route(
             "/api/v1/tenants/{tenant}/quarantine/{id}/discard",

@@ -57,6 +57,9 @@ pub struct LocalAgent {
     /// Its free slots: a run holds a permit from its claim to its end.
     slots: Arc<Semaphore>,
     held: Mutex<HashMap<String, Held>>,
+    /// Cancelled when the server stops: the long polls of remote agents end (nothing more is
+    /// claimed here).
+    pub stopping: CancellationToken,
 }
 
 struct Held {
@@ -80,6 +83,7 @@ impl LocalAgent {
             id: format!("local@{host}/{}", &dir[..12]),
             slots: Arc::new(Semaphore::new(slots)),
             held: Mutex::default(),
+            stopping: CancellationToken::new(),
         }
     }
 
@@ -106,6 +110,7 @@ impl LocalAgent {
 
     /// Interrupt every run held here (shutdown).
     pub fn interrupt_all(&self) {
+        self.stopping.cancel();
         for h in self.held.lock().expect("lock").values() {
             h.cancel.cancel();
         }
@@ -187,8 +192,9 @@ impl Lease {
     }
 }
 
-/// Enqueue the run the reconciler decided, with its run record (phase `Queued`): `None` when
-/// the workspace already has an open job.
+/// Enqueue the run the reconciler decided, with its run record (phase `Queued`), for the agent
+/// pool that selects the workspace if one does: `None` when the workspace already has an open
+/// job, or when several pools select it.
 pub fn enqueue(
     store: &Store,
     tenant: &str,
@@ -209,8 +215,17 @@ pub fn enqueue(
         created_at: now_rfc3339(),
         ..RunRecord::default()
     };
-    // The queue row holds no secret: what the run does, never a value.
-    let spec = serde_json::json!({"operation": operation, "trigger": trigger, "generation": record.generation});
+    // The queue row holds no secret: what the run does, never a value; and the agent pool
+    // whose agents run it (none: this server's local agents).
+    let mut spec = serde_json::json!({"operation": operation, "trigger": trigger, "generation": record.generation});
+    match super::pools::placement(&super::pools::pools(store, tenant, None), ws) {
+        super::pools::Placement::Local => {}
+        super::pools::Placement::Pool(pool) => spec["pool"] = serde_json::json!(pool),
+        super::pools::Placement::Conflict(pools) => {
+            tracing::warn!(tenant, workspace = %ws.metadata.name, ?pools, "selected by several agent pools: not run");
+            return Ok(None);
+        }
+    }
     match store.job_enqueue(&record, &spec) {
         Ok(job) => Ok(Some(job)),
         Err(StoreError::Conflict(_)) => Ok(None),

@@ -111,6 +111,9 @@ impl Platform {
                     continue;
                 }
             };
+            // Agent pools (read only when the tenant has some): a workspace two of them select
+            // runs nowhere, with a clear condition.
+            let pools = crate::platform::pools::pools(&self.store, &tenant, Some(&versions));
             let view = PassView {
                 cache: &self.inputs_cache,
                 versions: &versions,
@@ -148,6 +151,14 @@ impl Platform {
                 }
                 let observed = observe(&self.store, &tenant, &snap, ws, now, false, Some(&view));
                 let mut observed = observed;
+                if let crate::platform::pools::Placement::Conflict(names) =
+                    crate::platform::pools::placement(&pools, ws)
+                {
+                    observed
+                        .facts
+                        .inputs_problem
+                        .get_or_insert_with(|| crate::platform::pools::conflict(&names));
+                }
                 observed.facts.runs_quota = quotas.runs_per_hour.map(|per_hour| RunsQuota {
                     per_hour,
                     started: runs_this_hour,

@@ -41,7 +41,7 @@ pub fn platform_admin(who: &Principal, what: &str) -> Result<(), ApiError> {
 /// (policies, webhooks) need `admin`, the rest `operator`. Tenants are the platform admin's.
 pub fn write_role(kind: Kind) -> Role {
     match kind {
-        Kind::Policy | Kind::Webhook => Role::Admin,
+        Kind::Policy | Kind::Webhook | Kind::AgentPool => Role::Admin,
         _ => Role::Operator,
     }
 }

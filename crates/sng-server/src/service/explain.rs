@@ -94,8 +94,21 @@ pub fn explain(
         ));
         return;
     }
+    if let Some(waits) = pool_wait(store, tenant, name, depth) {
+        out.push(waits);
+        return;
+    }
     let now = chrono::Utc::now().timestamp();
-    let observed = observe(store, tenant, snap, ws, now, false, None);
+    let mut observed = observe(store, tenant, snap, ws, now, false, None);
+    let pools = crate::platform::pools::pools(store, tenant, None);
+    if let crate::platform::pools::Placement::Conflict(names) =
+        crate::platform::pools::placement(&pools, ws)
+    {
+        observed
+            .facts
+            .inputs_problem
+            .get_or_insert_with(|| crate::platform::pools::conflict(&names));
+    }
     let action = decide(&observed.facts);
     match action {
         Action::Finalize => out.push(step(
@@ -329,4 +342,29 @@ fn awaiting_step(ws: &Workspace, depth: usize) -> Step {
         Some(format!("sng approve workspace {name} {}{confirm}", plan.id)),
         depth,
     )
+}
+
+/// The step of a workspace whose run is queued for an agent pool: why no agent runs it yet.
+fn pool_wait(store: &Store, tenant: &str, name: &str, depth: usize) -> Option<Step> {
+    let job = store.job_open(tenant, name).ok().flatten()?;
+    let pool = job
+        .pool
+        .clone()
+        .filter(|_| job.state == sng_core::jobs::JobState::Queued)?;
+    let now = chrono::Utc::now().timestamp_millis();
+    let agents = store
+        .agents_list(Some(tenant), now, crate::platform::agent::lease_ms())
+        .unwrap_or_default();
+    Some(step(
+        name,
+        "Queued",
+        Reason::RunDue.as_str(),
+        format!(
+            "run {} waits for an agent of pool `{pool}`: {}",
+            job.id,
+            crate::platform::pools::waiting(&pool, &agents)
+        ),
+        Some(format!("sng agent list   # pool {pool}")),
+        depth,
+    ))
 }
