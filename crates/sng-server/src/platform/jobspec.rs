@@ -95,6 +95,8 @@ pub fn claim(job: Job<'_>, inputs: &Inputs, state: RunBackend) -> Claim {
             provider_values,
             imports: secret_imports,
             mask,
+            // The local agent fetches the module before the run (a remote agent is given it).
+            registry: None,
         },
     }
 }
