@@ -5,6 +5,7 @@
 //! of commands (`cli/*.rs`) holds its arguments beside the code that runs them. Commands that act
 //! on one named object take the shared [`args::WorkspaceRef`] (`KIND NAME`).
 
+pub mod agent_run;
 pub mod apply;
 pub mod args;
 pub mod config;
@@ -59,6 +60,9 @@ pub struct Global {
 pub enum Command {
     /// Run the control plane: HTTP API and embedded store.
     Server(server::ServerArgs),
+    /// Run jobs of an agent pool on this machine (`--server`, `--token`/`SNG_AGENT_TOKEN`):
+    /// pulled from the server over HTTP(S), no listening port.
+    Agent(agent_run::AgentRunArgs),
     /// Create or update objects from manifests (YAML or JSON, multi-document).
     Apply(apply::ApplyArgs),
     /// Read and delete objects of a kind.
@@ -125,13 +129,14 @@ pub fn run(cli: Cli, matches: &clap::ArgMatches) -> Result<(), CliError> {
             .unwrap_or(matches);
         return config::run(command, &g, sub);
     }
-    if !matches!(cli.command, Command::Server(_) | Command::Schema(_)) {
+    if !matches!(cli.command, Command::Server(_) | Command::Agent(_) | Command::Schema(_)) {
         config::apply(&mut g, matches)?;
     }
     let g = &g;
     match cli.command {
         Command::Config(_) => unreachable!("handled above"),
         Command::Server(args) => server::run(args),
+        Command::Agent(args) => agent_run::run(g, args, matches),
         Command::Apply(args) => apply::apply(g, &args),
         Command::Plan(args) => apply::plan(g, &args),
         Command::Kind(command) => objects::run(g, command),
