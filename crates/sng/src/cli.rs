@@ -129,7 +129,10 @@ pub fn run(cli: Cli, matches: &clap::ArgMatches) -> Result<(), CliError> {
             .unwrap_or(matches);
         return config::run(command, &g, sub);
     }
-    if !matches!(cli.command, Command::Server(_) | Command::Agent(_) | Command::Schema(_)) {
+    if !matches!(
+        cli.command,
+        Command::Server(_) | Command::Agent(_) | Command::Schema(_)
+    ) {
         config::apply(&mut g, matches)?;
     }
     let g = &g;

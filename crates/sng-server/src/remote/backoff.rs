@@ -58,7 +58,10 @@ mod tests {
             let mid = delay(failed, 0.0);
             for _ in 0..50 {
                 let d = jittered(failed);
-                assert!(d >= mid.mul_f64(0.75) && d <= mid.mul_f64(1.25), "{d:?} {mid:?}");
+                assert!(
+                    d >= mid.mul_f64(0.75) && d <= mid.mul_f64(1.25),
+                    "{d:?} {mid:?}"
+                );
             }
         }
     }

@@ -121,18 +121,20 @@ impl Client {
                     .await
                     .map_err(|e| Transient::Unreachable(without_url(&e)))?;
                 // An empty 200 reads as `{}`/null for the bodies that carry nothing.
-                let bytes = if bytes.is_empty() { &b"null"[..] } else { &bytes[..] };
-                serde_json::from_slice(bytes)
-                    .map(Reply::Ok)
-                    .map_err(|e| {
-                        // Never serde's message: it may quote a value of the body (a secret).
-                        Transient::Body(format!(
-                            "{:?} error at line {} column {}",
-                            e.classify(),
-                            e.line(),
-                            e.column()
-                        ))
-                    })
+                let bytes = if bytes.is_empty() {
+                    &b"null"[..]
+                } else {
+                    &bytes[..]
+                };
+                serde_json::from_slice(bytes).map(Reply::Ok).map_err(|e| {
+                    // Never serde's message: it may quote a value of the body (a secret).
+                    Transient::Body(format!(
+                        "{:?} error at line {} column {}",
+                        e.classify(),
+                        e.line(),
+                        e.column()
+                    ))
+                })
             }
             StatusCode::NO_CONTENT => Ok(Reply::NoContent),
             StatusCode::NOT_FOUND => Ok(Reply::NotFound),

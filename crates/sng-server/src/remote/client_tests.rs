@@ -32,7 +32,10 @@ async fn serve() -> (String, Arc<AtomicUsize>) {
         .route("/lost", post(|| async { StatusCode::CONFLICT }))
         .route("/revoked", post(|| async { StatusCode::FORBIDDEN }))
         .route("/empty", post(|| async { StatusCode::NO_CONTENT }))
-        .route("/bad", post(|| async { (StatusCode::OK, "{\"x\": \"secret-canary\"}") }));
+        .route(
+            "/bad",
+            post(|| async { (StatusCode::OK, "{\"x\": \"secret-canary\"}") }),
+        );
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
@@ -102,7 +105,12 @@ async fn an_unreachable_server_is_retried_until_given_up() {
 
 #[test]
 fn only_http_urls() {
-    assert!(matches!(Client::new("sng.example.com", "t"), Err(ClientError::BadUrl(_))));
+    assert!(matches!(
+        Client::new("sng.example.com", "t"),
+        Err(ClientError::BadUrl(_))
+    ));
     assert_eq!(Client::new("https://s/", "t").unwrap().base(), "https://s");
-    assert!(!format!("{:?}", Client::new("https://s", "tok-secret").unwrap()).contains("tok-secret"));
+    assert!(
+        !format!("{:?}", Client::new("https://s", "tok-secret").unwrap()).contains("tok-secret")
+    );
 }

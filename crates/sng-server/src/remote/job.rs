@@ -22,7 +22,11 @@ use super::Shared;
 /// the address has no `/state/v1/`.
 pub fn rewrite_state_address(address: &str, server: &str) -> Option<String> {
     let at = address.find("/state/v1/")?;
-    Some(format!("{}{}", server.trim_end_matches('/'), &address[at..]))
+    Some(format!(
+        "{}{}",
+        server.trim_end_matches('/'),
+        &address[at..]
+    ))
 }
 
 /// The job's backend, its `http` address rewritten ([`rewrite_state_address`]).

@@ -140,7 +140,11 @@ impl Shared {
     fn revoke(&self, status: u16, route: &str, claiming: &CancellationToken) {
         let mut r = self.revoked.lock().expect("lock");
         if r.is_none() {
-            tracing::error!(status, route, "the server refused the agent token: no more claims; running jobs finish");
+            tracing::error!(
+                status,
+                route,
+                "the server refused the agent token: no more claims; running jobs finish"
+            );
             *r = Some(AgentError::Unauthorized {
                 status,
                 route: route.to_string(),
@@ -220,9 +224,7 @@ pub async fn run_agent(cfg: AgentConfig, stop: CancellationToken) -> Result<(), 
     }
     let path = format!("/agent/v1/agents/{}/exit", shared.agent_id());
     let empty = serde_json::json!({});
-    let bye = shared
-        .client
-        .send::<_, IgnoredAny>(&path, &empty, &give_up);
+    let bye = shared.client.send::<_, IgnoredAny>(&path, &empty, &give_up);
     match tokio::time::timeout(Duration::from_secs(10), bye).await {
         Ok(Some(Reply::Ok(_))) => tracing::info!("agent stopped; the server was told"),
         _ => tracing::warn!("agent stopped; the server could not be told"),
@@ -247,7 +249,10 @@ fn prepare(cfg: &AgentConfig) -> Result<sng_runner::RunConfig, AgentError> {
     // No run is live: what runs killed hard left (plan files, variables) goes.
     let swept = sng_runner::workdir::sweep_run_dirs(&runs);
     if swept > 0 {
-        tracing::warn!(directories = swept, "removed run directories left by the last stop");
+        tracing::warn!(
+            directories = swept,
+            "removed run directories left by the last stop"
+        );
     }
     let engine = sng_runner::engine::discover(cfg.engine.as_deref())?;
     tracing::info!(engine = %engine.path.display(), version = %engine.version, "engine found");
@@ -256,7 +261,9 @@ fn prepare(cfg: &AgentConfig) -> Result<sng_runner::RunConfig, AgentError> {
         ..sng_runner::Sandbox::detect()
     };
     if !sandbox.isolated() {
-        tracing::warn!("bubblewrap not found: runs are not sandboxed (install the `bubblewrap` package)");
+        tracing::warn!(
+            "bubblewrap not found: runs are not sandboxed (install the `bubblewrap` package)"
+        );
     }
     Ok(sng_runner::RunConfig {
         engine,
@@ -304,7 +311,11 @@ async fn claim_loop(
     while !claiming.is_cancelled() {
         let path = format!("/agent/v1/agents/{}/claim", shared.agent_id());
         // The answer holds secrets: never logged.
-        match shared.client.send::<_, ClaimAnswer>(&path, &ask, &claiming).await {
+        match shared
+            .client
+            .send::<_, ClaimAnswer>(&path, &ask, &claiming)
+            .await
+        {
             None => break,
             Some(Reply::Ok(answer)) => {
                 refused = 0;
@@ -336,7 +347,13 @@ async fn status_loop(shared: Arc<Shared>, claiming: CancellationToken) {
             _ = claiming.cancelled() => return,
         }
         let body = AgentStatus {
-            running: shared.running.lock().expect("lock").iter().cloned().collect(),
+            running: shared
+                .running
+                .lock()
+                .expect("lock")
+                .iter()
+                .cloned()
+                .collect(),
             error: None,
         };
         let path = format!("/agent/v1/agents/{}/status", shared.agent_id());

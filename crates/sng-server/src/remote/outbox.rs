@@ -94,9 +94,15 @@ mod tests {
             got,
             vec![
                 Message::Event(step("init")),
-                Message::Log(LogChunk { seq: 0, text: "a\nb\n".into() }),
+                Message::Log(LogChunk {
+                    seq: 0,
+                    text: "a\nb\n".into()
+                }),
                 Message::Event(step("plan")),
-                Message::Log(LogChunk { seq: 1, text: "c\n".into() }),
+                Message::Log(LogChunk {
+                    seq: 1,
+                    text: "c\n".into()
+                }),
             ]
         );
         assert!(o.is_empty());
@@ -122,9 +128,15 @@ mod tests {
     fn later_pushes_continue_the_numbering() {
         let mut o = Outbox::default();
         o.push(log("a\n"));
-        assert!(matches!(o.next_message(), Some(Message::Log(LogChunk { seq: 0, .. }))));
+        assert!(matches!(
+            o.next_message(),
+            Some(Message::Log(LogChunk { seq: 0, .. }))
+        ));
         assert_eq!(o.next_message(), None);
         o.push(log("b\n"));
-        assert!(matches!(o.next_message(), Some(Message::Log(LogChunk { seq: 1, .. }))));
+        assert!(matches!(
+            o.next_message(),
+            Some(Message::Log(LogChunk { seq: 1, .. }))
+        ));
     }
 }

@@ -56,7 +56,9 @@ fn agent_token(g: &Global, matches: &clap::ArgMatches) -> Result<String, CliErro
         Some(clap::parser::ValueSource::CommandLine)
     ) || matches.subcommand().is_some_and(|(_, m)| {
         matches!(
-            m.try_get_raw("token").ok().and_then(|_| m.value_source("token")),
+            m.try_get_raw("token")
+                .ok()
+                .and_then(|_| m.value_source("token")),
             Some(clap::parser::ValueSource::CommandLine)
         )
     });
@@ -118,8 +120,7 @@ pub fn run(g: &Global, args: AgentRunArgs, matches: &clap::ArgMatches) -> Result
 
 /// Wait for SIGTERM or SIGINT; the signal's name.
 async fn shutdown_signal() -> &'static str {
-    let Ok(mut term) =
-        tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+    let Ok(mut term) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
     else {
         let _ = tokio::signal::ctrl_c().await;
         return "SIGINT";
