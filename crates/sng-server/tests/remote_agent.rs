@@ -33,6 +33,11 @@ struct Fake {
     status_code: Option<StatusCode>,
     /// Heartbeats answer cancel once this file exists.
     cancel_when: Option<PathBuf>,
+    /// Job routes answer 409 once this file exists.
+    lose_when: Option<PathBuf>,
+    /// Messages received after the first 409.
+    after_loss: usize,
+    lost: bool,
     epochs_seen: Vec<i64>,
 }
 
@@ -65,8 +70,11 @@ async fn status(State(s): State<Shared>) -> Response {
     (code, Json(json!({}))).into_response()
 }
 
-async fn heartbeat(State(s): State<Shared>, Json(b): Json<Fenced<()>>) -> Json<Signal> {
+async fn heartbeat(State(s): State<Shared>, Json(b): Json<Fenced<()>>) -> Response {
     let mut f = s.lock().unwrap();
+    if f.lost_now() {
+        return StatusCode::CONFLICT.into_response();
+    }
     f.epochs_seen.push(b.epoch);
     let cancel = f.cancel_when.as_ref().is_some_and(|p| p.exists());
     Json(if cancel {
@@ -76,6 +84,19 @@ async fn heartbeat(State(s): State<Shared>, Json(b): Json<Fenced<()>>) -> Json<S
     } else {
         Signal::Continue
     })
+    .into_response()
+}
+
+impl Fake {
+    /// Whether the lease is lost now (counting what comes after the first 409).
+    fn lost_now(&mut self) -> bool {
+        if self.lost {
+            self.after_loss += 1;
+        } else if self.lose_when.as_ref().is_some_and(|p| p.exists()) {
+            self.lost = true;
+        }
+        self.lost
+    }
 }
 
 async fn job_message(
@@ -84,6 +105,9 @@ async fn job_message(
     Json(body): Json<Value>,
 ) -> Response {
     let mut f = s.lock().unwrap();
+    if f.lost_now() {
+        return StatusCode::CONFLICT.into_response();
+    }
     f.epochs_seen.push(body["epoch"].as_i64().unwrap());
     let inner = body["body"].clone();
     match what.as_str() {
@@ -391,4 +415,49 @@ async fn a_revoked_token_ends_the_agent_with_an_error() {
     );
     assert!(err.to_string().contains("hint:"), "{err}");
     assert_eq!(fake.lock().unwrap().exits, 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lost_lease_stops_the_run_and_silences_it() {
+    let Some(engine) = engine() else { return };
+    let work = tempfile::tempdir().unwrap();
+    cached_module(work.path(), SLOW);
+    let fake: Shared = Arc::default();
+    let marker = work.path().join("runs/run-slow/work/started");
+    {
+        let mut f = fake.lock().unwrap();
+        let state = work.path().join("state.tfstate");
+        f.jobs.push_back(job(
+            "run-slow",
+            Operation::Apply,
+            &state,
+            "oci://127.0.0.1:1/mods/net",
+        ));
+        f.lose_when = Some(marker.clone());
+    }
+    let url = fake_server(fake.clone()).await;
+    let stop = CancellationToken::new();
+    let agent = tokio::spawn(run_agent(config(&url, engine, work.path()), stop.clone()));
+    until(&fake, "the 409", 120, |f| f.lost).await;
+    // Obeyed within 2 s: the run ends (its directory goes).
+    let run_dir = work.path().join("runs/run-slow");
+    for _ in 0..40 {
+        if !run_dir.exists() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(!run_dir.exists(), "the run stopped within 2 s of the 409");
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    {
+        let f = fake.lock().unwrap();
+        assert!(f.outcomes.is_empty(), "no outcome after a lost lease");
+        assert_eq!(f.after_loss, 0, "nothing sent after the 409");
+    }
+    stop.cancel();
+    tokio::time::timeout(Duration::from_secs(20), agent)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
 }
