@@ -29,6 +29,9 @@ struct Fake {
     /// 503s to answer to outcomes before accepting one.
     outcome_503s: usize,
     exits: usize,
+    /// Status reports answered 404 (an unknown agent) before the others.
+    status_404s: usize,
+    statuses: usize,
     /// The answer to status reports (200 unless set).
     status_code: Option<StatusCode>,
     /// Heartbeats answer cancel once this file exists.
@@ -66,7 +69,13 @@ async fn claim(State(s): State<Shared>) -> Response {
 }
 
 async fn status(State(s): State<Shared>) -> Response {
-    let code = s.lock().unwrap().status_code.unwrap_or(StatusCode::OK);
+    let mut f = s.lock().unwrap();
+    f.statuses += 1;
+    if f.status_404s > 0 {
+        f.status_404s -= 1;
+        return StatusCode::NOT_FOUND.into_response();
+    }
+    let code = f.status_code.unwrap_or(StatusCode::OK);
     (code, Json(json!({}))).into_response()
 }
 
@@ -454,6 +463,38 @@ async fn a_lost_lease_stops_the_run_and_silences_it() {
         assert!(f.outcomes.is_empty(), "no outcome after a lost lease");
         assert_eq!(f.after_loss, 0, "nothing sent after the 409");
     }
+    stop.cancel();
+    tokio::time::timeout(Duration::from_secs(20), agent)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_the_server_lost_registers_again_and_goes_on() {
+    let Some(engine) = engine() else { return };
+    let work = tempfile::tempdir().unwrap();
+    cached_module(work.path(), "output \"x\" {\n  value = 1\n}\n");
+    let fake: Shared = Arc::default();
+    fake.lock().unwrap().status_404s = 1;
+    let url = fake_server(fake.clone()).await;
+    let stop = CancellationToken::new();
+    let agent = tokio::spawn(run_agent(config(&url, engine, work.path()), stop.clone()));
+    until(&fake, "a second registration", 10, |f| f.registers == 2).await;
+    until(&fake, "a status after it", 10, |f| f.statuses >= 3).await;
+    {
+        let mut f = fake.lock().unwrap();
+        let state = work.path().join("state.tfstate");
+        f.jobs.push_back(job(
+            "run-after",
+            Operation::Plan,
+            &state,
+            "oci://127.0.0.1:1/m",
+        ));
+    }
+    until(&fake, "the outcome", 120, |f| !f.outcomes.is_empty()).await;
+    assert_eq!(fake.lock().unwrap().outcomes[0].result, Outcome::Succeeded);
     stop.cancel();
     tokio::time::timeout(Duration::from_secs(20), agent)
         .await
