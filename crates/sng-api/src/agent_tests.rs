@@ -97,6 +97,7 @@ fn secrets() -> Secrets {
             CANARY_PROVIDER.into(),
             CANARY_IMPORT.into(),
         ],
+        registry: None,
     }
 }
 
