@@ -340,11 +340,12 @@ fn outcomes_round_trip() {
         "interruptedStep": null,
         "held": true,
         "policies": [],
+        "stopped": false,
     });
     let empty_wire = json!({
         "result": {"result": "Failed", "message": "why"}, "plan": null, "outputs": null,
         "sensitive": [], "steps": [], "lockHolder": null, "stateSerial": null,
-        "interruptedStep": null, "held": false, "policies": [],
+        "interruptedStep": null, "held": false, "policies": [], "stopped": false,
     });
     round_trips(&[
         (full, full_wire),
