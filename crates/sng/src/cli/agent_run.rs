@@ -130,3 +130,50 @@ async fn shutdown_signal() -> &'static str {
         _ = tokio::signal::ctrl_c() => "SIGINT",
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use clap::{CommandFactory as _, FromArgMatches as _};
+
+    use crate::cli::{Cli, Command};
+
+    #[test]
+    fn flags_parse_and_the_token_comes_from_the_command_line() {
+        Cli::command().debug_assert();
+        let argv = [
+            "sng",
+            "agent",
+            "--server",
+            "https://sng.example.com",
+            "--token",
+            "tok-a",
+            "--name",
+            "edge-1",
+            "--slots",
+            "3",
+            "--work-dir",
+            "/var/lib/sng-agent",
+            "--insecure-registry",
+            "reg:5000",
+            "--insecure-registry",
+            "other:5001",
+        ];
+        let matches = Cli::command().try_get_matches_from(argv).unwrap();
+        let cli = Cli::from_arg_matches(&matches).unwrap();
+        assert_eq!(cli.global.server, "https://sng.example.com");
+        let Command::Agent(args) = cli.command else {
+            panic!("not the agent command")
+        };
+        assert_eq!(args.name.as_deref(), Some("edge-1"));
+        assert_eq!(args.slots, 3);
+        assert_eq!(
+            args.work_dir,
+            std::path::PathBuf::from("/var/lib/sng-agent")
+        );
+        assert_eq!(args.insecure_registries, vec!["reg:5000", "other:5001"]);
+        assert!(args.command.is_none());
+        assert_eq!(super::agent_token(&cli.global, &matches).unwrap(), "tok-a");
+        let zero = Cli::command().try_get_matches_from(["sng", "agent", "--slots", "0"]);
+        assert!(zero.is_err());
+    }
+}
