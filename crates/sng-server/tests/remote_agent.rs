@@ -32,6 +32,8 @@ struct Fake {
     /// Status reports answered 404 (an unknown agent) before the others.
     status_404s: usize,
     statuses: usize,
+    /// Errors the agent reported in its status.
+    errors: Vec<String>,
     /// The answer to status reports (200 unless set).
     status_code: Option<StatusCode>,
     /// Heartbeats answer cancel once this file exists.
@@ -68,9 +70,10 @@ async fn claim(State(s): State<Shared>) -> Response {
     }
 }
 
-async fn status(State(s): State<Shared>) -> Response {
+async fn status(State(s): State<Shared>, Json(b): Json<sng_api::remote::AgentStatus>) -> Response {
     let mut f = s.lock().unwrap();
     f.statuses += 1;
+    f.errors.extend(b.error);
     if f.status_404s > 0 {
         f.status_404s -= 1;
         return StatusCode::NOT_FOUND.into_response();
@@ -501,4 +504,17 @@ async fn an_agent_the_server_lost_registers_again_and_goes_on() {
         .unwrap()
         .unwrap()
         .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_without_an_engine_says_so_and_exits() {
+    let work = tempfile::tempdir().unwrap();
+    let fake: Shared = Arc::default();
+    let url = fake_server(fake.clone()).await;
+    let cfg = config(&url, work.path().join("no-such-tofu"), work.path());
+    let err = run_agent(cfg, CancellationToken::new()).await.unwrap_err();
+    assert!(matches!(err, AgentError::Engine(_)), "{err:?}");
+    let f = fake.lock().unwrap();
+    assert_eq!(f.errors.len(), 1);
+    assert!(f.errors[0].contains("no-such-tofu"), "{:?}", f.errors);
 }

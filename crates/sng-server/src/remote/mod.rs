@@ -160,18 +160,24 @@ impl Shared {
 /// [`AgentError::Unauthorized`]).
 pub async fn run_agent(cfg: AgentConfig, stop: CancellationToken) -> Result<(), AgentError> {
     let client = Client::new(&cfg.server, &cfg.token)?;
-    let runner = prepare(&cfg)?;
+    let register = Register {
+        name: cfg.name.clone(),
+        version: cfg.version.clone(),
+        slots: cfg.slots.max(1),
+    };
+    let runner = match prepare(&cfg) {
+        Ok(r) => r,
+        Err(e) => {
+            tell_error(&client, &register, &crate::error_chain(&e)).await;
+            return Err(e);
+        }
+    };
     let oci = sng_oci::Client::new(sng_oci::ClientConfig {
         insecure_registries: cfg.insecure_registries.clone(),
         cache_dir: cfg.work_dir.join("cache"),
         limits: sng_oci::Limits::default(),
     })
     .map_err(|e| AgentError::Oci(e.to_string()))?;
-    let register = Register {
-        name: cfg.name.clone(),
-        version: cfg.version.clone(),
-        slots: cfg.slots.max(1),
-    };
     let Some(registered) = register_once(&client, &register, &stop).await? else {
         return Ok(());
     };
@@ -280,6 +286,23 @@ fn prepare(cfg: &AgentConfig) -> Result<sng_runner::RunConfig, AgentError> {
 }
 
 const REGISTER: &str = "/agent/v1/register";
+
+/// An agent that cannot run jobs (no engine, no work directory) says so (`Errored` in `sng
+/// agent list`) before it exits, if the server answers within a few seconds.
+async fn tell_error(client: &Client, register: &Register, error: &str) {
+    let tell = async {
+        let Ok(Reply::Ok(r)) = client.once::<_, Registered>(REGISTER, register).await else {
+            return;
+        };
+        let status = AgentStatus {
+            running: vec![],
+            error: Some(error.to_string()),
+        };
+        let path = format!("/agent/v1/agents/{}/status", r.agent_id);
+        let _ = client.once::<_, IgnoredAny>(&path, &status).await;
+    };
+    let _ = tokio::time::timeout(Duration::from_secs(5), tell).await;
+}
 
 /// Register, retrying while the server is away; `None` when stopped first.
 async fn register_once(
