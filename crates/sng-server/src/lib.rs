@@ -11,6 +11,7 @@ mod keys;
 mod migrate;
 pub mod platform;
 pub mod reconcile;
+pub mod remote;
 pub mod serve;
 pub mod service;
 

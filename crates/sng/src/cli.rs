@@ -5,6 +5,7 @@
 //! of commands (`cli/*.rs`) holds its arguments beside the code that runs them. Commands that act
 //! on one named object take the shared [`args::WorkspaceRef`] (`KIND NAME`).
 
+pub mod agent_run;
 pub mod agents;
 pub mod apply;
 pub mod args;
@@ -60,6 +61,9 @@ pub struct Global {
 pub enum Command {
     /// Run the control plane: HTTP API and embedded store.
     Server(server::ServerArgs),
+    /// Run jobs of an agent pool on this machine (`--server`, `--token`/`SNG_AGENT_TOKEN`):
+    /// pulled from the server over HTTP(S), no listening port.
+    Agent(agent_run::AgentRunArgs),
     /// Create or update objects from manifests (YAML or JSON, multi-document).
     Apply(apply::ApplyArgs),
     /// Read and delete objects of a kind.
@@ -114,16 +118,6 @@ pub enum Command {
     /// The tokens of an AgentPool's remote agents: create, list, revoke.
     #[command(subcommand)]
     AgentPool(agents::AgentPoolCommand),
-    /// The tenant's remote agents: `sng agent list`.
-    #[command(subcommand)]
-    Agent(AgentCommand),
-}
-
-/// `sng agent …`.
-#[derive(Subcommand, Debug)]
-pub enum AgentCommand {
-    /// The tenant's remote agents and their status (Idle, Busy, Unknown, Errored, Exited).
-    List(agents::ListArgs),
 }
 
 /// Run the command: the client commands with the global flags completed from the config file's
@@ -139,13 +133,16 @@ pub fn run(cli: Cli, matches: &clap::ArgMatches) -> Result<(), CliError> {
             .unwrap_or(matches);
         return config::run(command, &g, sub);
     }
-    if !matches!(cli.command, Command::Server(_) | Command::Schema(_)) {
+    // An agent that runs takes its token from its own flag or SNG_AGENT_TOKEN, never a context.
+    let runs_an_agent = matches!(&cli.command, Command::Agent(a) if a.command.is_none());
+    if !matches!(cli.command, Command::Server(_) | Command::Schema(_)) && !runs_an_agent {
         config::apply(&mut g, matches)?;
     }
     let g = &g;
     match cli.command {
         Command::Config(_) => unreachable!("handled above"),
         Command::Server(args) => server::run(args),
+        Command::Agent(args) => agent_run::run(g, args, matches),
         Command::Apply(args) => apply::apply(g, &args),
         Command::Plan(args) => apply::plan(g, &args),
         Command::Kind(command) => objects::run(g, command),
@@ -166,6 +163,5 @@ pub fn run(cli: Cli, matches: &clap::ArgMatches) -> Result<(), CliError> {
         Command::Events(command) => events::run(g, command),
         Command::Quarantine(command) => quarantine::run(g, command),
         Command::AgentPool(command) => agents::run_pool(g, command),
-        Command::Agent(AgentCommand::List(args)) => agents::list(g, &args),
     }
 }
