@@ -12,13 +12,13 @@ use crate::{Result, Store, StoreError};
 pub use sng_core::ports::objects::Versions;
 
 impl Store {
-    /// The resource versions of the Secrets, Providers and Workspaces of `tenant`: one query,
+    /// The resource versions of the Secrets, Providers, Workspaces and AgentPools of `tenant`: one query,
     /// no sealed value opened.
     pub fn object_versions(&self, tenant: &str) -> Result<Versions> {
         let conn = self.conn()?;
         let rows = conn.query_map(
             "SELECT kind, name, resource_version FROM objects
-              WHERE tenant = ?1 AND kind IN ('Secret', 'Provider', 'Workspace')",
+              WHERE tenant = ?1 AND kind IN ('Secret', 'Provider', 'Workspace', 'AgentPool')",
             params![tenant],
             |r| Ok((r.get::<String>(0)?, r.get::<String>(1)?, r.get::<i64>(2)?)),
         )?;
