@@ -86,6 +86,21 @@ fn a_workspace_of_a_pool_runs_on_its_agent_and_the_others_on_the_server() {
     );
     let table = ok(server.sng(&["agent", "list"]));
     assert!(table.contains("gra-1") && table.contains("gra"), "{table}");
+    let metrics = reqwest::blocking::get(format!("{}/metrics", server.url))
+        .unwrap()
+        .text()
+        .unwrap();
+    assert!(
+        metrics.contains(r#"sng_agents{tenant="default",pool="gra",status="Unknown"} 0"#),
+        "every status of the pool, zeros included: {metrics}"
+    );
+    let idle_or_busy = metrics.lines().any(|l| {
+        (l.starts_with(r#"sng_agents{tenant="default",pool="gra",status="Idle"}"#)
+            || l.starts_with(r#"sng_agents{tenant="default",pool="gra",status="Busy"}"#))
+            && l.ends_with(" 1")
+    });
+    assert!(idle_or_busy, "{metrics}");
+    assert!(metrics.contains("# TYPE sng_queue_depth gauge"), "{metrics}");
     drop(agent);
 }
 

@@ -238,12 +238,9 @@ pub(crate) async fn conclude(p: &Platform, lease: &Arc<Lease>, b: Begun, stopped
         stopped.is_some() && !by_user && matches!(ended.result, RunResult::Interrupted(_));
     if let (RunResult::Interrupted(m), Some(step)) = (&ended.result, &ended.interrupted_step) {
         // The cause as it was: who cancelled, or which stop.
-        let worded = if let Some(who) = &cancelled_by {
-            Some(format!("{step} interrupted: cancelled by {who}"))
-        } else if let Some(why) = &stopped {
-            Some(format!("{why} during {step}"))
-        } else {
-            None
+        let worded = match &cancelled_by {
+            Some(who) => Some(format!("{step} interrupted: cancelled by {who}")),
+            None => stopped.as_ref().map(|why| format!("{why} during {step}")),
         };
         if let Some(w) = worded.filter(|w| w != m) {
             ended.result = RunResult::Interrupted(w);
