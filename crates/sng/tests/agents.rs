@@ -100,7 +100,10 @@ fn a_workspace_of_a_pool_runs_on_its_agent_and_the_others_on_the_server() {
             && l.ends_with(" 1")
     });
     assert!(idle_or_busy, "{metrics}");
-    assert!(metrics.contains("# TYPE sng_queue_depth gauge"), "{metrics}");
+    assert!(
+        metrics.contains("# TYPE sng_queue_depth gauge"),
+        "{metrics}"
+    );
     drop(agent);
 }
 

@@ -35,15 +35,7 @@ impl FromRequestParts<AppState> for PoolToken {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
-        let token = parts
-            .headers
-            .get(axum::http::header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer "))
-            .map(str::trim)
-            .filter(|t| !t.is_empty())
-            .ok_or_else(ApiError::unauthorized)?
-            .to_string();
+        let token = super::extract::bearer(parts)?;
         let checked = {
             let token = token.clone();
             blocking(state, move |s| s.agent_token_check(&token)).await?

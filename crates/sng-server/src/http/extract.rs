@@ -14,6 +14,19 @@ use crate::app::{blocking, AppState};
 use crate::error::ApiError;
 use crate::service::access;
 
+/// The token of `Authorization: Bearer <token>` (401 without one).
+pub(crate) fn bearer(parts: &Parts) -> Result<String, ApiError> {
+    parts
+        .headers
+        .get(axum::http::header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+        .map(str::to_string)
+        .ok_or_else(ApiError::unauthorized)
+}
+
 /// The caller, from `Authorization: Bearer <token>`.
 pub struct Caller(pub Principal);
 
@@ -21,15 +34,7 @@ impl FromRequestParts<AppState> for Caller {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
-        let token = parts
-            .headers
-            .get(axum::http::header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer "))
-            .map(str::trim)
-            .filter(|t| !t.is_empty())
-            .ok_or_else(ApiError::unauthorized)?
-            .to_string();
+        let token = bearer(parts)?;
         let value = token.clone();
         match blocking(state, move |s| s.check_token(&value)).await? {
             TokenCheck::Valid(p) => Ok(Caller(p)),
