@@ -104,3 +104,30 @@ pub fn base64_of(text: &str) -> String {
     use base64::Engine as _;
     base64::engine::general_purpose::STANDARD.encode(text)
 }
+
+impl Server {
+    /// An API call with a bearer token (`path` from the root, `/api/v1/…`): (code, body as JSON
+    /// or text).
+    pub fn call(
+        &self,
+        method: &str,
+        token: &str,
+        path: &str,
+        body: Option<serde_json::Value>,
+    ) -> (u16, serde_json::Value) {
+        let method = reqwest::Method::from_bytes(method.as_bytes()).unwrap();
+        let mut req = reqwest::blocking::Client::new()
+            .request(method, format!("{}{path}", self.url))
+            .bearer_auth(token);
+        if let Some(b) = body {
+            req = req.json(&b);
+        }
+        let resp = req.send().unwrap();
+        let code = resp.status().as_u16();
+        let text = resp.text().unwrap();
+        (
+            code,
+            serde_json::from_str(&text).unwrap_or(serde_json::Value::String(text)),
+        )
+    }
+}
