@@ -53,6 +53,15 @@ pub(crate) struct Begun {
     pub header: String,
 }
 
+/// What the engine runs for a run of `operation`: an apply whose inputs stand on defaults (for
+/// parents' outputs not published yet) runs as a plan only.
+pub(crate) fn runner_operation(operation: Operation, planned_with_defaults: bool) -> Operation {
+    match operation {
+        Operation::Apply | Operation::ApplyApproved if planned_with_defaults => Operation::Plan,
+        op => op,
+    }
+}
+
 impl Ended {
     /// A run that has not ended yet, of `operation`.
     pub fn running(operation: Operation, planned_with_defaults: bool) -> Ended {

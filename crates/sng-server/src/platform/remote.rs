@@ -213,17 +213,14 @@ impl Platform {
         epoch: i64,
         chunk: LogChunk,
     ) -> Result<(), Refused> {
-        let lease = self.held(who, id, epoch)?;
+        self.held(who, id, epoch)?;
         match self
             .store
             .job_log_append(id, epoch, chunk.seq + 1, &chunk.text)
         {
             Ok(()) => Ok(()),
             Err(StoreError::Conflict(_)) => Err(Refused::LeaseLost(id.to_string(), epoch)),
-            Err(e) => {
-                drop(lease);
-                Err(e.into())
-            }
+            Err(e) => Err(e.into()),
         }
     }
 
@@ -290,12 +287,8 @@ fn restore(p: &Platform, job: &Job, outcome: &JobOutcome) -> Option<Begun> {
         .get("operation")
         .and_then(|o| serde_json::from_value::<Operation>(o.clone()).ok())
         .unwrap_or(record.operation);
-    let runner_op = match record.operation {
-        Operation::Apply | Operation::ApplyApproved if record.planned_with_defaults => {
-            Operation::Plan
-        }
-        op => op,
-    };
+    let runner_op =
+        super::conclude::runner_operation(record.operation, record.planned_with_defaults);
     let ran: u64 = outcome.steps.iter().map(|(_, ms)| ms).sum();
     Some(Begun {
         ws,

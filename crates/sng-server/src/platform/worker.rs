@@ -265,12 +265,7 @@ async fn prepare(p: &Platform, lease: &Arc<Lease>, mut b: Begun) -> Begin {
         fail!(reason, message);
     }
     // Defaults standing in for parents' outputs: a plan only.
-    let runner_op = match operation {
-        Operation::Apply | Operation::ApplyApproved if record.planned_with_defaults => {
-            Operation::Plan
-        }
-        op => op,
-    };
+    let runner_op = super::conclude::runner_operation(operation, record.planned_with_defaults);
     if runner_op == Operation::Plan {
         b.ended.operation = Operation::Plan;
     }
