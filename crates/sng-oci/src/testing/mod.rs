@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use bytes::Bytes;
 
-pub use registry::TestRegistry;
+pub use registry::{Notifications, RegistryOptions, TestRegistry};
 
 use crate::auth::Credentials;
 use crate::client::Client;

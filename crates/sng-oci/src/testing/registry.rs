@@ -10,6 +10,26 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+/// How a [`TestRegistry`] is configured.
+#[derive(Debug, Clone, Default)]
+pub struct RegistryOptions {
+    /// htpasswd (bcrypt) user and password.
+    pub auth: Option<(String, String)>,
+    /// TLS certificate and key files (PEM): the registry serves HTTPS only.
+    pub tls: Option<(PathBuf, PathBuf)>,
+    /// A notification endpoint (CNCF Distribution `notifications.endpoints`).
+    pub notifications: Option<Notifications>,
+}
+
+/// One notification endpoint of a [`TestRegistry`].
+#[derive(Debug, Clone, Default)]
+pub struct Notifications {
+    /// Where the registry POSTs its envelopes.
+    pub url: String,
+    /// Headers sent with every envelope (a shared secret).
+    pub headers: Vec<(String, String)>,
+}
+
 /// A running `docker-registry`.
 pub struct TestRegistry {
     /// `127.0.0.1:PORT`: the registry part of `oci://` addresses and the insecure-registry entry.
@@ -28,10 +48,25 @@ impl TestRegistry {
 
     /// Starts a registry that wants `user`/`password` (htpasswd, bcrypt).
     pub fn start_with_auth(user: &str, password: &str) -> std::io::Result<TestRegistry> {
-        Self::start_inner(Some((user, password)))
+        Self::start_with(&RegistryOptions {
+            auth: Some((user.to_string(), password.to_string())),
+            ..RegistryOptions::default()
+        })
     }
 
     fn start_inner(auth: Option<(&str, &str)>) -> std::io::Result<TestRegistry> {
+        Self::start_with(&RegistryOptions {
+            auth: auth.map(|(u, p)| (u.to_string(), p.to_string())),
+            ..RegistryOptions::default()
+        })
+    }
+
+    /// Starts a registry with `options` (authentication, TLS, notifications).
+    pub fn start_with(options: &RegistryOptions) -> std::io::Result<TestRegistry> {
+        let auth = options
+            .auth
+            .as_ref()
+            .map(|(u, p)| (u.as_str(), p.as_str()));
         let dir = tempfile::Builder::new().prefix("sng-registry-").tempdir()?;
         let storage = dir.path().join("data");
         std::fs::create_dir(&storage)?;
@@ -56,6 +91,27 @@ impl TestRegistry {
                 yaml_str(&file)
             );
         }
+        let mut http_extra = String::new();
+        if let Some((cert, key)) = &options.tls {
+            http_extra = format!(
+                ", tls: {{ certificate: {}, key: {} }}",
+                yaml_str(cert),
+                yaml_str(key)
+            );
+        }
+        let mut notifications = String::new();
+        if let Some(n) = &options.notifications {
+            let headers: Vec<String> = n
+                .headers
+                .iter()
+                .map(|(k, v)| format!("{}: [{}]", k, serde_json::Value::from(v.as_str())))
+                .collect();
+            notifications = format!(
+                "notifications: {{ endpoints: [ {{ name: sng, url: {}, headers: {{ {} }}, timeout: 2s, threshold: 3, backoff: 1s }} ] }}\n",
+                serde_json::Value::from(n.url.as_str()),
+                headers.join(", ")
+            );
+        }
         let mut last_error = None;
         for _ in 0..5 {
             let port = free_port()?;
@@ -66,7 +122,7 @@ impl TestRegistry {
                 format!(
                     "version: 0.1\nlog: {{ level: warn, accesslog: {{ disabled: true }} }}\n\
                      storage: {{ filesystem: {{ rootdirectory: {} }}, delete: {{ enabled: true }} }}\n\
-                     http: {{ addr: {addr} }}\n{auth_yaml}",
+                     http: {{ addr: {addr}{http_extra} }}\n{auth_yaml}{notifications}",
                     yaml_str(&storage)
                 ),
             )?;
@@ -147,7 +203,9 @@ fn wait_ready(child: &mut Child, addr: &str, log: &Path, timeout: Duration) -> s
                 log()
             )));
         }
-        if let Ok(200 | 401) = probe(addr) {
+        // Over TLS, the plain-HTTP probe is answered 400 ("client sent an HTTP request to an
+        // HTTPS server"): the registry listens.
+        if let Ok(200 | 401 | 400) = probe(addr) {
             return Ok(());
         }
         if Instant::now() > deadline {
