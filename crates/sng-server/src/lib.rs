@@ -58,6 +58,13 @@ pub struct Config {
     /// How long a run's lease lasts without a heartbeat (`--lease`): a replica that dies is
     /// noticed by another one that long after its last heartbeat.
     pub lease: Option<std::time::Duration>,
+    /// How often the tags that workspaces follow are resolved again (`--tag-poll-interval`,
+    /// jittered; zero: never).
+    pub tag_poll_interval: std::time::Duration,
+    /// The shared modules repository (`--shared-modules oci://HOST[:PORT]/PREFIX`) and the
+    /// docker config read for it (`--shared-modules-auth`): read-only credentials used for
+    /// module sources under that prefix when a workspace names no `pullSecretRef`.
+    pub shared_modules: Option<(String, PathBuf)>,
 }
 
 impl Config {

@@ -57,6 +57,18 @@ pub struct ServerArgs {
     /// SNG_LEASE_SECONDS): a replica killed mid-run is noticed by another that long after.
     #[arg(long, value_parser = parse_duration)]
     pub lease: Option<std::time::Duration>,
+    /// How often the module tags that workspaces follow are resolved again (Go duration,
+    /// jittered; 0 turns polling off): a moved tag starts a run of every workspace following it.
+    #[arg(long, env = "SNG_TAG_POLL_INTERVAL", default_value = "5m", value_parser = parse_duration)]
+    pub tag_poll_interval: std::time::Duration,
+    /// The shared modules repository, `oci://HOST[:PORT]/PREFIX`: module sources under it are
+    /// pulled with --shared-modules-auth when a workspace names no `pullSecretRef`.
+    #[arg(long, env = "SNG_SHARED_MODULES", requires = "shared_modules_auth")]
+    pub shared_modules: Option<String>,
+    /// Docker config.json with the read-only credentials of --shared-modules (never sent to any
+    /// other registry or repository).
+    #[arg(long, env = "SNG_SHARED_MODULES_AUTH", requires = "shared_modules")]
+    pub shared_modules_auth: Option<PathBuf>,
 }
 
 #[derive(Subcommand, Debug)]
@@ -122,6 +134,8 @@ pub fn run(args: ServerArgs) -> Result<(), CliError> {
         database: args.database,
         master_key_file: args.master_key_file,
         lease: args.lease,
+        tag_poll_interval: args.tag_poll_interval,
+        shared_modules: args.shared_modules.zip(args.shared_modules_auth),
     };
     runtime
         .block_on(sng_server::run(config))
