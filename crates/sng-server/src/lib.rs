@@ -110,6 +110,9 @@ pub enum ServerError {
     /// The database setting cannot be used.
     #[error("{0}")]
     Database(String),
+    /// A setting cannot be used (a flag and why).
+    #[error("{0}")]
+    Config(String),
     /// The listen address could not be bound.
     #[error("cannot listen on `{addr}`")]
     Listen {
@@ -291,6 +294,10 @@ pub async fn run(config: Config) -> Result<(), ServerError> {
     let reconciler = platform
         .clone()
         .map(|p| tokio::spawn(reconcile::reconcile_loop(p, stop.clone())));
+    // The tag checker: moved tags of the modules workspaces follow, registry notifications.
+    let tags = platform
+        .clone()
+        .map(|p| tokio::spawn(platform::tags::tag_loop(p, stop.clone())));
     // The local agent: claims the jobs the reconciler enqueues and runs them.
     let agent = platform
         .clone()
@@ -336,6 +343,9 @@ pub async fn run(config: Config) -> Result<(), ServerError> {
     }
     if let Some(a) = agent {
         let _ = a.await;
+    }
+    if let Some(t) = tags {
+        let _ = t.await;
     }
     let _ = delivery.await;
     shutdown.close();
@@ -411,14 +421,22 @@ fn start_platform(
         keep_run_dirs: false,
         init_cache: Some(data.join("init-cache")),
     };
-    let platform = Arc::new(platform::Platform::new(
+    let mut platform = platform::Platform::new(
         store,
         oci,
         runner,
         url.to_string(),
         data.join("logs"),
         slots,
-    ));
+    );
+    platform.tag_poll_interval = config.tag_poll_interval;
+    if let Some((address, auth)) = &config.shared_modules {
+        let shared = platform::tags::SharedModules::load(address, auth)
+            .map_err(ServerError::Config)?;
+        tracing::info!(registry = %shared.registry, prefix = %shared.prefix, "shared modules repository");
+        platform.shared_modules = Some(shared);
+    }
+    let platform = Arc::new(platform);
     let cut = platform.recover()?;
     if cut > 0 {
         tracing::warn!(

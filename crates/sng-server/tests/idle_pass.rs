@@ -116,9 +116,11 @@ fn an_idle_pass_opens_no_secret_and_a_rotation_is_seen_at_once() {
     // The cached pass decides on the same hashes as a fresh gathering.
     let snap = Snapshot::load(&store, "default").unwrap();
     let versions = store.object_versions("default").unwrap();
+    let tags = Default::default();
     let view = sng_server::platform::PassView {
         cache: &p.inputs_cache,
         versions: &versions,
+        tags: &tags,
     };
     let before = sealed_values_opened();
     for (name, hash) in &new {
@@ -132,9 +134,11 @@ fn an_idle_pass_opens_no_secret_and_a_rotation_is_seen_at_once() {
     p.reconcile_pass();
     let snap = Snapshot::load(&store, "default").unwrap();
     let versions = store.object_versions("default").unwrap();
+    let tags = Default::default();
     let view = sng_server::platform::PassView {
         cache: &p.inputs_cache,
         versions: &versions,
+        tags: &tags,
     };
     let o = observe(
         &store,

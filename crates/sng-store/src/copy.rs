@@ -41,6 +41,8 @@ pub(crate) const TABLES: &[&str] = &[
     "job_turns",
     "agent_tokens",
     "agents",
+    "module_tags",
+    "registry_notifications",
 ];
 
 /// Tables of the databases themselves, not of the store: SQLite's counters of AUTOINCREMENT

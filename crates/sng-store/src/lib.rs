@@ -17,6 +17,7 @@ mod jobs;
 mod keys;
 mod logs;
 mod migrations;
+mod module_tags;
 mod objects;
 mod paging;
 mod pg;
@@ -46,6 +47,7 @@ pub use events::{
     EVENT_SCHEMA_VERSION,
 };
 pub use keys::{sealed_values_opened, MasterKeyRotation, TenantKey, TenantKeyRotation};
+pub use module_tags::{ModuleTag, RegistryNotification, TagKey, TagMove};
 pub use objects::{Applied, ApplyOutcome};
 pub use pg::redact as redact_url;
 pub use quarantine::{Quarantine, QuarantineEntry, QuarantineReason};

@@ -24,6 +24,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/sqlite/0012_run_logs.sql"),
     include_str!("../migrations/sqlite/0013_delivery_leases.sql"),
     include_str!("../migrations/sqlite/0014_agents.sql"),
+    include_str!("../migrations/sqlite/0015_module_tags.sql"),
 ];
 
 /// The PostgreSQL migrations, by name, in order. Never edit a released file: append.
@@ -39,6 +40,10 @@ const PG_MIGRATIONS: &[(&str, &str)] = &[
     (
         "0003_agents",
         include_str!("../migrations/postgres/0003_agents.sql"),
+    ),
+    (
+        "0004_module_tags",
+        include_str!("../migrations/postgres/0004_module_tags.sql"),
     ),
 ];
 

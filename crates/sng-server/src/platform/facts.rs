@@ -195,6 +195,8 @@ pub struct PassView<'a> {
     pub cache: &'a InputsCache,
     /// The versions now.
     pub versions: &'a Versions,
+    /// The tenant's followed module tags, as last resolved.
+    pub tags: &'a HashMap<sng_store::TagKey, sng_store::ModuleTag>,
 }
 
 /// What passes know of the inputs of each workspace, kept between passes: they are gathered
@@ -381,6 +383,14 @@ pub fn observe(
         Some(v) => v.cache.inputs(store, tenant, ws, v.versions),
         None => inputs_of(store, tenant, ws).0,
     };
+    // The digest a followed tag points at is an input too.
+    let digest = match view {
+        Some(v) => super::tags::followed_digest(v.tags, ws),
+        None => super::tags::followed_tag(ws).and_then(|_| {
+            super::tags::followed_digest(&store.module_tags(tenant).ok()?, ws)
+        }),
+    };
+    let hash = super::tags::with_module(&hash, digest.as_deref());
     let last = store.last_ended_run(tenant, name).ok().flatten();
     let last_run = last.as_ref().map(|r| LastRun {
         inputs_hash: r.inputs_hash.clone().unwrap_or_default(),

@@ -111,6 +111,20 @@ pub fn verdict(
     Verdict::Same
 }
 
+/// `fingerprint` with the digest of the module tag the workspace follows (a moved tag is
+/// decided again) (pure).
+pub fn with_digest(fingerprint: u64, digest: Option<&str>) -> u64 {
+    match digest {
+        None => fingerprint,
+        Some(d) => {
+            let mut h = std::collections::hash_map::DefaultHasher::new();
+            fingerprint.hash(&mut h);
+            d.hash(&mut h);
+            h.finish()
+        }
+    }
+}
+
 /// A digest of what a decision on `ws` reads in the pass's snapshot and versions: its uid and
 /// resource version, its tenant's, each parent's resource version (or its absence) and outputs
 /// secret version, its children and its cycle.

@@ -17,6 +17,7 @@ mod record;
 pub mod remote;
 pub mod reporter;
 mod s3;
+pub mod tags;
 pub mod snapshots;
 pub mod speculative;
 pub(crate) mod status;
@@ -61,6 +62,10 @@ pub struct Platform {
     pub snapshots: snapshots::Snapshots,
     /// What the last passes decided, and on what: an idle pass decides nothing again.
     pub memory: Mutex<memo::Memory>,
+    /// The shared modules repository (`--shared-modules`), if any.
+    pub shared_modules: Option<tags::SharedModules>,
+    /// How often followed tags are resolved again (zero: only on registry notifications).
+    pub tag_poll_interval: std::time::Duration,
 }
 
 /// Counters of the platform.
@@ -133,6 +138,8 @@ impl Platform {
             inputs_cache: Default::default(),
             snapshots: Default::default(),
             memory: Default::default(),
+            shared_modules: None,
+            tag_poll_interval: std::time::Duration::from_secs(300),
         }
     }
 

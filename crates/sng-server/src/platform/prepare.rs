@@ -15,7 +15,8 @@ use super::Platform;
 pub struct PinnedModule {
     /// The reference as written in the spec.
     pub reference: ModuleRef,
-    /// Registry credentials from `spec.module.pullSecretRef`, if any.
+    /// Registry credentials from `spec.module.pullSecretRef`, else the shared modules' for a
+    /// source under their prefix, if any.
     pub creds: Option<Credentials>,
     /// The digest the tag points at now; the whole run uses it.
     pub digest: String,
@@ -30,13 +31,11 @@ pub async fn pin_module(
     let m = &ws.spec.module;
     let reference = ModuleRef::parse(&m.source, m.tag.as_deref(), m.digest.as_deref())
         .map_err(|e| e.to_string())?;
-    let creds = match &inputs.registry_auth {
-        Some(raw) => {
-            sng_oci::credentials_from_dockerconfig(raw, &reference.registry, &reference.repository)
-                .map_err(|e| format!("spec.module.pullSecretRef: {e}"))?
-        }
-        None => None,
-    };
+    let creds = super::tags::module_credentials(
+        p.shared_modules.as_ref(),
+        inputs.registry_auth.as_deref(),
+        &reference,
+    )?;
     let digest = p
         .oci
         .resolve(&reference, creds.as_ref())

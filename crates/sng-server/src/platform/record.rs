@@ -52,6 +52,23 @@ pub(super) fn changed_parts(
             .filter(|k| !now.contains_key(*k))
             .map(String::as_str),
     );
+    // The module digest is compared only between runs that both followed a tag (a pinned
+    // digest is in the spec).
+    if !(now.contains_key("module") && last.inputs.contains_key("module")) {
+        changed.retain(|c| *c != "module");
+    }
+    let module = match (last.inputs.get("module"), now.get("module")) {
+        (Some(from), Some(to)) => {
+            let tag = match store.get(sng_api::Kind::Workspace, tenant, name) {
+                Ok(Some(sng_api::Object::Workspace(ws))) => {
+                    super::tags::followed_tag(&ws).map(|k| k.2)
+                }
+                _ => None,
+            };
+            super::tags::moved_words(tag.as_deref().unwrap_or("?"), from, to)
+        }
+        _ => String::new(),
+    };
     changed.sort();
     changed.dedup();
     // The manifest: which generation, and who wrote it (from the audit trail).
@@ -77,6 +94,7 @@ pub(super) fn changed_parts(
                 "providers" => "Providers",
                 "imports" => "import ids",
                 "registry" => "registry credentials",
+                "module" => module.as_str(),
                 other => other,
             })
             .collect::<Vec<_>>()

@@ -12,6 +12,7 @@ use sng_store::{now_rfc3339, RunRecord, Store};
 use tokio_util::sync::CancellationToken;
 
 use super::facts::inputs_hash;
+use super::tags::with_module;
 use super::inputs::gather;
 use super::prepare::{fetch_module, pin_module, state_backend};
 use super::record::{cause, changed_parts, emit};
@@ -234,17 +235,16 @@ async fn prepare(p: &Platform, lease: &Arc<Lease>, mut b: Begun) -> Begin {
         }
         Err(e) => fail!(Reason::RunFailed, format!("internal error: {e}")),
     };
-    record.inputs_hash = Some(inputs_hash(ws, &inputs));
+    // The digest of a followed tag is an input: as the reconciler knows it until the tag is
+    // resolved below (a run that cannot reach the registry keeps the hash it was decided on).
+    let base_hash = inputs_hash(ws, &inputs);
+    let followed = super::tags::followed_tag(ws);
+    let known = followed.as_ref().and_then(|k| {
+        let tags = p.store.module_tags(tenant).ok()?;
+        tags.get(k)?.digest.clone()
+    });
+    record.inputs_hash = Some(with_module(&base_hash, known.as_deref()));
     record.inputs = super::facts::inputs_digest(ws, &inputs);
-    if let Some(changed) = changed_parts(&p.store, tenant, name, &record.inputs) {
-        record.caused_by = Some(match record.caused_by.take() {
-            Some(c) if c.starts_with("inputs changed") || c.is_empty() => {
-                format!("inputs changed: {changed}")
-            }
-            Some(c) => c,
-            None => format!("inputs changed: {changed}"),
-        });
-    }
     b.ended.planned_with_defaults = !inputs.defaults_used.is_empty();
     record.planned_with_defaults = b.ended.planned_with_defaults;
     lease.record(&p.store, record);
@@ -256,6 +256,22 @@ async fn prepare(p: &Platform, lease: &Arc<Lease>, mut b: Begun) -> Begin {
     };
     let digest = pinned.digest.clone();
     record.module_digest = Some(digest.clone());
+    if let Some(key) = &followed {
+        record.inputs.insert("module".into(), digest.clone());
+        record.inputs_hash = Some(with_module(&base_hash, Some(&digest)));
+        if let Err(e) = p.store.module_tag_observe(tenant, key, Ok(&digest)) {
+            tracing::warn!(run = %run_id, error = %e, "cannot record the digest of the module tag");
+        }
+    }
+    if let Some(changed) = changed_parts(&p.store, tenant, name, &record.inputs) {
+        record.caused_by = Some(match record.caused_by.take() {
+            Some(c) if c.starts_with("inputs changed") || c.is_empty() => {
+                format!("inputs changed: {changed}")
+            }
+            Some(c) => c,
+            None => format!("inputs changed: {changed}"),
+        });
+    }
     lease.record(&p.store, record);
     let module_dir = match fetch_module(p, ws, &pinned).await {
         Ok(d) => d,

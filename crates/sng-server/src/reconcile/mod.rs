@@ -114,9 +114,19 @@ impl Platform {
             // Agent pools (read only when the tenant has some): a workspace two of them select
             // runs nowhere, with a clear condition.
             let pools = crate::platform::pools::pools(&self.store, &tenant, Some(&versions));
+            // The module tags its workspaces follow, as last resolved (a moved tag moves the
+            // feed's `Intent`, and the digest is in each follower's fingerprint).
+            let tags = match self.store.module_tags(&tenant) {
+                Ok(t) => t,
+                Err(e) => {
+                    tracing::error!(tenant, error = %e, "reconcile: cannot read the module tags");
+                    continue;
+                }
+            };
             let view = PassView {
                 cache: &self.inputs_cache,
                 versions: &versions,
+                tags: &tags,
             };
             let decided = memory.decided.entry(tenant.clone()).or_default();
             if changed {
@@ -131,8 +141,10 @@ impl Platform {
                     decided.remove(name);
                     continue;
                 }
-                let fingerprint =
-                    memo::fingerprint(ws, &snap, &versions, tenant_version.as_deref());
+                let fingerprint = memo::with_digest(
+                    memo::fingerprint(ws, &snap, &versions, tenant_version.as_deref()),
+                    crate::platform::tags::followed_digest(&tags, ws).as_deref(),
+                );
                 let current = self.inputs_cache.is_current(&tenant, ws, &versions);
                 let seen = decided.get(name.as_str());
                 let stands = match memo::verdict(seen, fingerprint, current, now, moved) {

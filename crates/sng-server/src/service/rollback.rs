@@ -80,7 +80,10 @@ pub fn rollback(
         let changed: Vec<&str> = run
             .inputs
             .iter()
-            .filter(|(part, hash)| part.as_str() != "spec" && now.get(*part) != Some(*hash))
+            // The spec and the module digest are what the rollback restores (it pins the digest).
+            .filter(|(part, hash)| {
+                !matches!(part.as_str(), "spec" | "module") && now.get(*part) != Some(*hash)
+            })
             .map(|(part, _)| part.as_str())
             .chain(
                 now.keys()
