@@ -431,8 +431,8 @@ fn start_platform(
     );
     platform.tag_poll_interval = config.tag_poll_interval;
     if let Some((address, auth)) = &config.shared_modules {
-        let shared = platform::tags::SharedModules::load(address, auth)
-            .map_err(ServerError::Config)?;
+        let shared =
+            platform::tags::SharedModules::load(address, auth).map_err(ServerError::Config)?;
         tracing::info!(registry = %shared.registry, prefix = %shared.prefix, "shared modules repository");
         platform.shared_modules = Some(shared);
     }

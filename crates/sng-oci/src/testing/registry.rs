@@ -63,10 +63,7 @@ impl TestRegistry {
 
     /// Starts a registry with `options` (authentication, TLS, notifications).
     pub fn start_with(options: &RegistryOptions) -> std::io::Result<TestRegistry> {
-        let auth = options
-            .auth
-            .as_ref()
-            .map(|(u, p)| (u.as_str(), p.as_str()));
+        let auth = options.auth.as_ref().map(|(u, p)| (u.as_str(), p.as_str()));
         let dir = tempfile::Builder::new().prefix("sng-registry-").tempdir()?;
         let storage = dir.path().join("data");
         std::fs::create_dir(&storage)?;

@@ -85,7 +85,30 @@ fn platform_metrics(st: &AppState) -> String {
         &[(&[], p.running() as f64)],
     );
     agent_metrics(p, &mut out);
+    notification_metrics(p, &mut out);
     out
+}
+
+/// `sng_registry_notifications_queued{tenant}`: registry notifications received and not yet
+/// worked (the observable queue of `/hooks/registry/{tenant}`).
+fn notification_metrics(p: &crate::platform::Platform, out: &mut String) {
+    let depth = p.store.registry_notifications_depth().unwrap_or_default();
+    let labels: Vec<[(&str, &str); 1]> = depth
+        .iter()
+        .map(|(t, _)| [("tenant", t.as_str())])
+        .collect();
+    let samples: Vec<(&[(&str, &str)], f64)> = labels
+        .iter()
+        .zip(&depth)
+        .map(|(l, (_, n))| (&l[..], *n as f64))
+        .collect();
+    crate::events::write_metric(
+        out,
+        "sng_registry_notifications_queued",
+        "gauge",
+        "Registry notifications received and not yet worked, by tenant.",
+        &samples,
+    );
 }
 
 /// `sng_agents{tenant,pool,status}` (every status of each pool that has agents, zeros

@@ -15,6 +15,7 @@ mod metrics;
 mod objects;
 mod page;
 mod quarantine;
+pub mod registry_hook;
 mod runs;
 mod state;
 mod tenants;
@@ -103,6 +104,10 @@ pub fn router(state: AppState) -> Router {
         .route(
             "/api/v1/tenants/{tenant}/agent-tokens/{id}",
             axum::routing::delete(agents::revoke_pool_token),
+        )
+        .route(
+            "/hooks/registry/{tenant}",
+            post(registry_hook::receive).layer(DefaultBodyLimit::max(registry_hook::MAX_ENVELOPE)),
         )
         .route("/api/v1/tenants/{tenant}/quarantine", get(quarantine::list))
         .route(

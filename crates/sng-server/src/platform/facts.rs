@@ -386,9 +386,8 @@ pub fn observe(
     // The digest a followed tag points at is an input too.
     let digest = match view {
         Some(v) => super::tags::followed_digest(v.tags, ws),
-        None => super::tags::followed_tag(ws).and_then(|_| {
-            super::tags::followed_digest(&store.module_tags(tenant).ok()?, ws)
-        }),
+        None => super::tags::followed_tag(ws)
+            .and_then(|_| super::tags::followed_digest(&store.module_tags(tenant).ok()?, ws)),
     };
     let hash = super::tags::with_module(&hash, digest.as_deref());
     let last = store.last_ended_run(tenant, name).ok().flatten();

@@ -17,10 +17,10 @@ mod record;
 pub mod remote;
 pub mod reporter;
 mod s3;
-pub mod tags;
 pub mod snapshots;
 pub mod speculative;
 pub(crate) mod status;
+pub mod tags;
 mod worker;
 
 use std::collections::BTreeMap;

@@ -357,7 +357,12 @@ mod tests {
                 None,
                 Some(("reg:5000", "acme/net", "latest")),
             ),
-            ("oci://reg:5000/acme/net", Some("1.0"), Some(d.as_str()), None),
+            (
+                "oci://reg:5000/acme/net",
+                Some("1.0"),
+                Some(d.as_str()),
+                None,
+            ),
             ("not-oci", Some("1.0"), None, None),
         ] {
             let got = followed_tag(&ws(source, tag, digest));

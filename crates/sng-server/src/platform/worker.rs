@@ -12,10 +12,10 @@ use sng_store::{now_rfc3339, RunRecord, Store};
 use tokio_util::sync::CancellationToken;
 
 use super::facts::inputs_hash;
-use super::tags::with_module;
 use super::inputs::gather;
 use super::prepare::{fetch_module, pin_module, state_backend};
 use super::record::{cause, changed_parts, emit};
+use super::tags::with_module;
 use std::sync::Arc;
 
 use super::agent::Lease;

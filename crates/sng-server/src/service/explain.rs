@@ -17,7 +17,7 @@ use crate::platform::{observe, Snapshot};
 pub struct Step {
     /// The workspace this step is about.
     pub workspace: String,
-    /// `Ready`, `Running`, `Waiting`, `Blocked`, `AwaitingApproval`, `Failed`, `Suspended`, `Deleting`, `Missing`, `Due`.
+    /// `Ready`, `Running`, `Waiting`, `Blocked`, `AwaitingApproval`, `Failed`, `Suspended`, `Deleting`, `Missing`, `Due`, `Warning` (a module tag that could not be checked).
     pub state: String,
     /// Machine-readable reason.
     pub reason: String,
@@ -275,7 +275,37 @@ pub fn chain(store: &Store, tenant: &str, name: &str) -> Result<Vec<Step>, Store
     }
     let mut out = Vec::new();
     explain(store, tenant, &snap, name, 0, &mut out);
+    if let Some(t) = tag_step(store, tenant, &snap.workspaces[name]) {
+        out.push(t);
+    }
     Ok(out)
+}
+
+/// The module tag the workspace follows, when its last check failed: nothing changed (the
+/// workspace stays on the digest last resolved), and why.
+fn tag_step(store: &Store, tenant: &str, ws: &Workspace) -> Option<Step> {
+    let key = crate::platform::tags::followed_tag(ws)?;
+    let tags = store.module_tags(tenant).ok()?;
+    let t = tags.get(&key)?;
+    let error = t.error.as_ref()?;
+    let (registry, repository, tag) = &key;
+    let on = match &t.digest {
+        Some(d) => format!("the workspace stays on {d}"),
+        None => "the tag was never resolved".to_string(),
+    };
+    Some(step(
+        &ws.metadata.name,
+        "Warning",
+        Reason::ModuleUnavailable.as_str(),
+        format!(
+            "module tag {tag} of oci://{registry}/{repository} could not be checked at {}: {error}; nothing changed ({on})",
+            t.checked_at
+        ),
+        Some(format!(
+            "check that the registry {registry} is reachable; the tag is checked again at the next poll or registry notification"
+        )),
+        0,
+    ))
 }
 
 /// The step of a workspace whose last run failed: the reason, the backoff, what to do.
