@@ -63,6 +63,16 @@ fn platform_metrics(st: &AppState) -> String {
             "Reconcile passes since the server started.",
             p.stats.passes.load(Relaxed),
         ),
+        (
+            "sng_module_tag_polls_total",
+            "Periodic checks of the followed module tags since the server started.",
+            p.stats.tag_polls.load(Relaxed),
+        ),
+        (
+            "sng_module_tag_checks_total",
+            "Module tags resolved by the tag checker (one manifest HEAD each) since the server started.",
+            p.stats.tag_checks.load(Relaxed),
+        ),
     ] {
         crate::events::write_metric(&mut out, name, "counter", help, &[(&[], value as f64)]);
     }

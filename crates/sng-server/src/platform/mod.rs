@@ -75,6 +75,10 @@ pub struct Stats {
     pub passes: std::sync::atomic::AtomicU64,
     /// Runs started since start.
     pub runs_started: std::sync::atomic::AtomicU64,
+    /// Periodic checks of the followed module tags.
+    pub tag_polls: std::sync::atomic::AtomicU64,
+    /// Module tags resolved by the tag checker (one manifest `HEAD` each).
+    pub tag_checks: std::sync::atomic::AtomicU64,
     /// Runs that reused an initialised directory instead of starting `init`.
     pub inits_reused: std::sync::atomic::AtomicU64,
     /// Runs ended since start, by result.

@@ -233,6 +233,9 @@ impl Platform {
                 }
             }
             out.resolved += 1;
+            self.stats
+                .tag_checks
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             let observed = match &result {
                 Ok(d) => self.store.module_tag_observe(tenant, &key, Ok(d)),
                 Err(e) => {
@@ -310,6 +313,10 @@ pub async fn tag_loop(platform: Arc<Platform>, stop: CancellationToken) {
             for tenant in tenants {
                 platform.check_tags(&tenant, None).await;
             }
+            platform
+                .stats
+                .tag_polls
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             due = tokio::time::Instant::now() + next_check(interval, rand::random::<f64>());
         }
         let sleep = if interval.is_zero() {
