@@ -356,12 +356,27 @@ pub struct PlanCounts {
     /// Resources whose address changes in the state (`moved`).
     #[serde(default, rename = "move")]
     pub moved: i64,
+    /// Root outputs whose value changes (`Changes to Outputs` of the CLI): an apply publishes
+    /// them, so a plan that changes only outputs still has changes.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub outputs: i64,
+}
+
+fn is_zero(n: &i64) -> bool {
+    *n == 0
 }
 
 impl PlanCounts {
-    /// Whether the plan changes any resource or the state.
+    /// Whether the plan changes any resource, the state or a root output.
     pub fn has_changes(&self) -> bool {
-        self.add + self.change + self.destroy + self.import + self.forget + self.moved > 0
+        self.add
+            + self.change
+            + self.destroy
+            + self.import
+            + self.forget
+            + self.moved
+            + self.outputs
+            > 0
     }
 }
 

@@ -39,9 +39,21 @@ fn is_move(rc: &Value) -> bool {
 /// Count the `resource_changes` of a plan as the CLI does: a `delete` of a data source is not
 /// counted; `importing` counts an import (even with no-op); create → add; update → change;
 /// delete → destroy; replace → add and destroy; forget → forget; a `previous_address` other
-/// than the address → move; read and no-op are not counted.
+/// than the address → move; read and no-op are not counted. Root outputs whose actions are
+/// anything but no-op count in `outputs`.
 pub fn count(plan: &Value) -> PlanCounts {
     let mut c = PlanCounts::default();
+    for (_, oc) in plan["output_changes"].as_object().into_iter().flatten() {
+        let actions: Vec<&str> = oc["actions"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .collect();
+        if actions.as_slice() != ["no-op"] {
+            c.outputs += 1;
+        }
+    }
     for rc in plan["resource_changes"].as_array().into_iter().flatten() {
         let change = &rc["change"];
         if !change["importing"].is_null() && change.get("importing").is_some() {
@@ -296,6 +308,24 @@ mod tests {
             let plan = json!({"resource_changes": changes});
             assert_eq!(count(&plan), want, "{plan}");
         }
+        // Outputs: only those that change count, and they make a plan one with changes.
+        let plan = json!({"output_changes": {
+            "a": {"actions": ["create"]},
+            "b": {"actions": ["no-op"]},
+            "c": {"actions": ["update"]},
+            "d": {"actions": ["delete"]},
+        }});
+        let c = count(&plan);
+        assert_eq!(
+            c,
+            PlanCounts {
+                outputs: 3,
+                ..Default::default()
+            }
+        );
+        assert!(c.has_changes());
+        let same = json!({"output_changes": {"b": {"actions": ["no-op"]}}});
+        assert!(!count(&same).has_changes());
         assert_eq!(
             count(&json!({"format_version": "1.2"})),
             PlanCounts::default(),

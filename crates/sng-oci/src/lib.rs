@@ -23,8 +23,10 @@ mod client;
 pub mod error;
 pub mod manifest;
 pub mod pack;
+pub use pack::{is_state_file, pack_list, PackList};
 mod push;
 mod reference;
+mod tags;
 mod transport;
 
 #[cfg(any(test, feature = "testing"))]
@@ -34,5 +36,5 @@ pub use archive::{check_archive, extract, ArchivePlan, Limits, PlannedFile};
 pub use auth::{credentials_from_dockerconfig, Credentials};
 pub use client::{Client, ClientConfig};
 pub use error::{Error, Result};
-pub use manifest::{ARTIFACT_TYPE_MODULE, MEDIA_TYPE_MANIFEST, MEDIA_TYPE_ZIP};
+pub use manifest::{Descriptor, ARTIFACT_TYPE_MODULE, MEDIA_TYPE_MANIFEST, MEDIA_TYPE_ZIP};
 pub use reference::{sha256_digest, validate_digest, ModuleRef, Reference, DEFAULT_TAG};

@@ -1,5 +1,5 @@
 //! What a module declares, read from its `.tf` and `.tf.json` files without running the engine:
-//! provider blocks, `required_providers`, and managed resource addresses.
+//! provider blocks, `required_providers`, managed resource addresses, variables and outputs.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -15,6 +15,48 @@ pub struct ModuleInfo {
     pub required_providers: BTreeMap<String, String>,
     /// Managed resources `type.name` and module calls `module.name`.
     pub resources: BTreeSet<String>,
+    /// `variable` blocks by name.
+    pub variables: BTreeMap<String, Declared>,
+    /// `output` blocks by name.
+    pub outputs: BTreeMap<String, Declared>,
+}
+
+/// A declared variable or output.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Declared {
+    /// `description`, when a plain string.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// `type` of a variable, as written (`string`, `list(string)`…).
+    #[serde(rename = "type", skip_serializing_if = "Option::is_none")]
+    pub type_expr: Option<String>,
+    /// A variable without `default` must be given.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub required: bool,
+    /// `sensitive = true`.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub sensitive: bool,
+}
+
+impl Declared {
+    fn from_hcl(body: &hcl::Body, variable: bool) -> Declared {
+        let attr = |k: &str| body.attributes().find(|a| a.key() == k).map(|a| a.expr());
+        Declared {
+            description: attr("description").and_then(expr_str),
+            type_expr: attr("type").and_then(|e| hcl::format::to_string(e).ok()),
+            required: variable && attr("default").is_none(),
+            sensitive: matches!(attr("sensitive"), Some(hcl::Expression::Bool(true))),
+        }
+    }
+
+    fn from_json(v: &Value, variable: bool) -> Declared {
+        Declared {
+            description: v["description"].as_str().map(str::to_string),
+            type_expr: v["type"].as_str().map(str::to_string),
+            required: variable && v.get("default").is_none(),
+            sensitive: v["sensitive"].as_bool() == Some(true),
+        }
+    }
 }
 
 /// Why a module could not be read.
@@ -60,6 +102,14 @@ impl ModuleInfo {
                 }
                 ("module", [n]) => {
                     self.resources.insert(format!("module.{n}"));
+                }
+                ("variable", [n]) => {
+                    self.variables
+                        .insert(n.clone(), Declared::from_hcl(block.body(), true));
+                }
+                ("output", [n]) => {
+                    self.outputs
+                        .insert(n.clone(), Declared::from_hcl(block.body(), false));
                 }
                 ("terraform", []) => {
                     for rp in block
@@ -115,6 +165,14 @@ impl ModuleInfo {
             .map(|(n, _)| n)
         {
             self.resources.insert(format!("module.{n}"));
+        }
+        for (n, decl) in v["variable"].as_object().into_iter().flatten() {
+            self.variables
+                .insert(n.clone(), Declared::from_json(decl, true));
+        }
+        for (n, decl) in v["output"].as_object().into_iter().flatten() {
+            self.outputs
+                .insert(n.clone(), Declared::from_json(decl, false));
         }
         let terraform = match &v["terraform"] {
             Value::Array(items) => items.clone(),
@@ -196,12 +254,25 @@ resource "file_document" "a" { path = "a" }
 resource "terraform_data" "b" {}
 module "net" { source = "./net" }
 data "x" "y" {}
+variable "name" {
+  type        = string
+  description = "The name."
+}
+variable "tags" {
+  type    = map(string)
+  default = {}
+}
+output "id" {
+  value     = file_document.a.id
+  sensitive = true
+}
 "#,
         )
         .unwrap();
         std::fs::write(
             dir.path().join("extra.tf.json"),
             r#"{"resource": {"terraform_data": {"c": {}}}, "provider": {"null": [{"alias": "z"}]},
+                "variable": {"size": {"default": 1}}, "output": {"url": {"value": "x"}},
                 "terraform": {"required_providers": {"null": {"source": "hashicorp/null"}}}}"#,
         )
         .unwrap();
@@ -232,6 +303,21 @@ data "x" "y" {}
             .contains(&("null".into(), Some("z".into()))));
         assert_eq!(info.required_providers["file"], "example.com/sng/file");
         assert_eq!(info.required_providers["null"], "hashicorp/null");
+        assert_eq!(
+            info.variables["name"],
+            Declared {
+                description: Some("The name.".into()),
+                type_expr: Some("string".into()),
+                required: true,
+                sensitive: false
+            }
+        );
+        assert_eq!(
+            info.variables["tags"].type_expr.as_deref(),
+            Some("map(string)")
+        );
+        assert!(!info.variables["tags"].required && !info.variables["size"].required);
+        assert!(info.outputs["id"].sensitive && !info.outputs["url"].sensitive);
     }
 
     #[test]

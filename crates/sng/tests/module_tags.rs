@@ -24,7 +24,10 @@ fn ws(name: &str, source: &str, extra: &str) -> String {
 }
 
 fn runs_of(server: &Server, name: &str) -> Vec<Value> {
-    server.runs(name)["items"].as_array().cloned().unwrap_or_default()
+    server.runs(name)["items"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
 }
 
 fn caused_by(run: &Value) -> String {
@@ -57,9 +60,11 @@ fn a_moved_tag_runs_each_workspace_following_it_through_approval_when_manual() {
     std::fs::write(dir.join("main.tf"), outputs("two")).unwrap();
     let d2 = push_dir(&fx.reg, &dir, "acme/out", "1.0.0", None);
     assert_ne!(d1, d2);
-    wait_for("auto applies the moved tag", Duration::from_secs(120), || {
-        (secret_value(&server, "auto-outputs", "v") == "two").then_some(())
-    });
+    wait_for(
+        "auto applies the moved tag",
+        Duration::from_secs(120),
+        || (secret_value(&server, "auto-outputs", "v") == "two").then_some(()),
+    );
     let moved = format!("module tag 1.0.0 moved from {d1} to {d2}");
     let auto_run = server.last_run("auto");
     assert!(caused_by(&auto_run).contains(&moved), "{auto_run}");
@@ -75,9 +80,11 @@ fn a_moved_tag_runs_each_workspace_following_it_through_approval_when_manual() {
     assert_eq!(secret_value(&server, "manual-outputs", "v"), "one");
     let plan2 = w["status"]["lastPlan"]["id"].as_str().unwrap().to_string();
     ok(server.sng(&["approve", "workspace", "manual", &plan2]));
-    wait_for("manual applies after approval", Duration::from_secs(120), || {
-        (secret_value(&server, "manual-outputs", "v") == "two").then_some(())
-    });
+    wait_for(
+        "manual applies after approval",
+        Duration::from_secs(120),
+        || (secret_value(&server, "manual-outputs", "v") == "two").then_some(()),
+    );
 
     // A tag that does not move starts nothing, and each poll resolves it once for both
     // workspaces (one manifest HEAD per tag).
@@ -92,8 +99,7 @@ fn a_moved_tag_runs_each_workspace_following_it_through_approval_when_manual() {
             m.lines()
                 .find_map(|l| l.strip_prefix(&format!("{name} ")))
                 .and_then(|v| v.trim().parse::<f64>().ok())
-                .unwrap_or_else(|| panic!("no {name} in the metrics"))
-                as u64
+                .unwrap_or_else(|| panic!("no {name} in the metrics")) as u64
         };
         (
             get("sng_module_tag_polls_total"),
@@ -113,7 +119,10 @@ fn a_moved_tag_runs_each_workspace_following_it_through_approval_when_manual() {
         polls - polls0
     );
     assert_eq!(runs_of(&server, "auto").len(), before + 1);
-    assert_eq!(server.settled("auto")["status"]["lastRunJob"], auto_run["id"]);
+    assert_eq!(
+        server.settled("auto")["status"]["lastRunJob"],
+        auto_run["id"]
+    );
 }
 
 #[test]
@@ -125,11 +134,15 @@ fn a_registry_out_of_reach_changes_nothing_and_explain_says_so() {
     assert_ready(&server.settled_with("w", "Ready"));
     let runs = runs_of(&server, "w").len();
     fx.reg.stop();
-    let text = wait_for("explain reports the failed check", Duration::from_secs(60), || {
-        let o = server.sng(&["explain", "workspace", "w"]);
-        let t = out(&o);
-        t.contains("could not be checked").then_some(t)
-    });
+    let text = wait_for(
+        "explain reports the failed check",
+        Duration::from_secs(60),
+        || {
+            let o = server.sng(&["explain", "workspace", "w"]);
+            let t = out(&o);
+            t.contains("could not be checked").then_some(t)
+        },
+    );
     assert!(text.contains("module tag 1.0.0"), "{text}");
     assert!(text.contains("nothing changed"), "{text}");
     let ws = server.workspace("w");
@@ -188,7 +201,12 @@ fn shared_modules_credentials_serve_their_prefix_and_nothing_else() {
     let server = Server::start_runs(
         fx.data.path(),
         &insecure,
-        &["--shared-modules", &shared, "--shared-modules-auth", &auth_arg],
+        &[
+            "--shared-modules",
+            &shared,
+            "--shared-modules-auth",
+            &auth_arg,
+        ],
     );
     server.apply(&format!(
         "{}---\n{}---\n{}",
@@ -251,7 +269,7 @@ fn a_registry_notification_runs_the_followers_at_once_and_a_replay_does_nothing(
     let server = fx.server(&["--listen", &listen, "--tag-poll-interval", "1h"]);
     assert_eq!(server.url, url);
     server.apply(&format!(
-        "apiVersion: tofu.stackngo.io/v1alpha1\nkind: Secret\nmetadata: {{name: sng-registry-notifications}}\nstringData: {{token: {token}}}\n---\n{}",
+        "apiVersion: v1\nkind: Secret\nmetadata: {{name: sng-registry-notifications}}\nstringData: {{token: {token}}}\n---\n{}",
         ws("w", &fx.source("acme/out"), "")
     ));
     assert_ready(&server.settled_with("w", "Ready"));
@@ -282,17 +300,24 @@ fn a_registry_notification_runs_the_followers_at_once_and_a_replay_does_nothing(
 
     // A replay of one event: received once, a duplicate the second time; no second run.
     let (code, first) = post_hook(&url, token, &envelope);
-    assert_eq!((code, first["received"].as_i64()), (200, Some(1)), "{first}");
+    assert_eq!(
+        (code, first["received"].as_i64()),
+        (200, Some(1)),
+        "{first}"
+    );
     let (code, again) = post_hook(&url, token, &envelope);
-    assert_eq!((code, again["duplicates"].as_i64()), (200, Some(1)), "{again}");
+    assert_eq!(
+        (code, again["duplicates"].as_i64()),
+        (200, Some(1)),
+        "{again}"
+    );
     wait_for("the queue is worked", Duration::from_secs(30), || {
         let m = reqwest::blocking::get(format!("{url}/metrics"))
             .unwrap()
             .text()
             .unwrap();
-        (!m.lines().any(|l| {
-            l.starts_with("sng_registry_notifications_queued{") && !l.ends_with(" 0")
-        }))
+        (!m.lines()
+            .any(|l| l.starts_with("sng_registry_notifications_queued{") && !l.ends_with(" 0")))
         .then_some(())
     });
     let ws = server.settled("w");
