@@ -114,6 +114,7 @@ fn plan() -> Plan {
             import: 0,
             forget: 0,
             moved: 1,
+            outputs: 0,
         },
         hash: "sha256:plan".into(),
         changes: vec![json!({"address": "a.b", "actions": ["create"]})],

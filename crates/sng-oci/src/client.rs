@@ -25,6 +25,63 @@ pub struct ClientConfig {
     pub cache_dir: PathBuf,
     /// Limits on fetched (and pushed) archives.
     pub limits: Limits,
+    /// Trust and identity over HTTPS (private CAs, mutual TLS).
+    pub tls: TlsConfig,
+}
+
+/// How HTTPS registries are trusted and what identity the client shows them.
+///
+/// The system's trust roots (`/etc/ssl/certs`, `SSL_CERT_FILE`, `SSL_CERT_DIR`) and the bundled
+/// web roots are always trusted; `ca_files` adds private certificate authorities.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TlsConfig {
+    /// PEM files of certificate authorities trusted beside the system's (each may hold several).
+    pub ca_files: Vec<PathBuf>,
+    /// A client certificate and its private key (PEM files), shown to registries that ask for
+    /// mutual TLS.
+    pub client_identity: Option<(PathBuf, PathBuf)>,
+}
+
+impl TlsConfig {
+    /// Applies the settings to an HTTP client builder; errors name the file and what is wrong.
+    pub fn apply(&self, mut b: reqwest::ClientBuilder) -> Result<reqwest::ClientBuilder> {
+        let read = |what: &str, f: &PathBuf| {
+            std::fs::read(f)
+                .map_err(|e| Error::InvalidConfig(format!("{what} {}: {e}", f.display())))
+        };
+        for f in &self.ca_files {
+            let pem = read("CA file", f)?;
+            let certs = reqwest::Certificate::from_pem_bundle(&pem).map_err(|e| {
+                Error::InvalidConfig(format!(
+                    "CA file {}: not PEM certificates: {e}",
+                    f.display()
+                ))
+            })?;
+            if certs.is_empty() {
+                return Err(Error::InvalidConfig(format!(
+                    "CA file {}: holds no PEM certificate",
+                    f.display()
+                )));
+            }
+            for c in certs {
+                b = b.add_root_certificate(c);
+            }
+        }
+        if let Some((cert, key)) = &self.client_identity {
+            let mut pem = read("client certificate", cert)?;
+            pem.push(b'\n');
+            pem.extend(read("client key", key)?);
+            let id = reqwest::Identity::from_pem(&pem).map_err(|e| {
+                Error::InvalidConfig(format!(
+                    "client certificate {} with key {}: {e}",
+                    cert.display(),
+                    key.display()
+                ))
+            })?;
+            b = b.identity(id);
+        }
+        Ok(b)
+    }
 }
 
 impl ClientConfig {
@@ -34,6 +91,7 @@ impl ClientConfig {
             insecure_registries: Vec::new(),
             cache_dir: cache_dir.into(),
             limits: Limits::default(),
+            tls: TlsConfig::default(),
         }
     }
 }
@@ -65,10 +123,13 @@ impl Client {
                 "limits must be greater than zero".into(),
             ));
         }
-        let http = reqwest::Client::builder()
+        let builder = reqwest::Client::builder()
             .user_agent(concat!("sng-oci/", env!("CARGO_PKG_VERSION")))
             .connect_timeout(Duration::from_secs(15))
-            .read_timeout(Duration::from_secs(60))
+            .read_timeout(Duration::from_secs(60));
+        let http = config
+            .tls
+            .apply(builder)?
             .build()
             .map_err(|e| Error::InvalidConfig(format!("cannot build the HTTP client: {e}")))?;
         let cache = Cache::new(config.cache_dir.clone());

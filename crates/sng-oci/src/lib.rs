@@ -20,6 +20,7 @@ pub mod archive;
 mod auth;
 mod cache;
 mod client;
+mod docker_cli;
 pub mod error;
 pub mod manifest;
 pub mod pack;
@@ -34,7 +35,8 @@ pub mod testing;
 
 pub use archive::{check_archive, extract, ArchivePlan, Limits, PlannedFile};
 pub use auth::{credentials_from_dockerconfig, Credentials};
-pub use client::{Client, ClientConfig};
+pub use client::{Client, ClientConfig, TlsConfig};
+pub use docker_cli::{docker_cli_credentials, docker_config_path};
 pub use error::{Error, Result};
 pub use manifest::{Descriptor, ARTIFACT_TYPE_MODULE, MEDIA_TYPE_MANIFEST, MEDIA_TYPE_ZIP};
 pub use reference::{sha256_digest, validate_digest, ModuleRef, Reference, DEFAULT_TAG};

@@ -312,5 +312,22 @@ fn error_chain(e: &reqwest::Error) -> String {
         }
         source = s.source();
     }
+    text.push_str(tls_hint(&text));
     text
+}
+
+/// What to do about a certificate the client does not trust or a missing client certificate
+/// (pure).
+pub(crate) fn tls_hint(message: &str) -> &'static str {
+    let m = message.to_ascii_lowercase();
+    if m.contains("unknownissuer")
+        || m.contains("unknown issuer")
+        || m.contains("invalid peer certificate")
+    {
+        " (the registry's certificate is not trusted: give its CA with --registry-ca-file, or add it to the system's trust roots)"
+    } else if m.contains("certificate required") || m.contains("certificaterequired") {
+        " (the registry asks for a client certificate: give one with --registry-client-cert and --registry-client-key)"
+    } else {
+        ""
+    }
 }

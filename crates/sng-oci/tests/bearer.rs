@@ -79,6 +79,7 @@ fn client(addr: &str, cache: &std::path::Path) -> Client {
         insecure_registries: vec![addr.to_string()],
         cache_dir: cache.to_path_buf(),
         limits: Limits::default(),
+        tls: sng_oci::TlsConfig::default(),
     })
     .unwrap()
 }
@@ -132,6 +133,7 @@ async fn unlisted_registries_are_reached_over_https() {
         insecure_registries: vec![],
         cache_dir: cache.path().to_path_buf(),
         limits: Limits::default(),
+        tls: sng_oci::TlsConfig::default(),
     })
     .unwrap();
     let r = ModuleRef::parse(&format!("oci://{addr}/acme/pet"), None, None).unwrap();

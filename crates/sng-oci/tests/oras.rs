@@ -51,6 +51,7 @@ async fn oras_pulls_what_sng_pushes() {
         insecure_registries: vec![reg.addr.clone()],
         cache_dir: cache.path().to_path_buf(),
         limits: Limits::default(),
+        tls: sng_oci::TlsConfig::default(),
     })
     .unwrap();
     let src = tempfile::tempdir().unwrap();

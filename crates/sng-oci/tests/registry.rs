@@ -18,6 +18,7 @@ fn client_with(reg: &TestRegistry, cache: &Path, limits: Limits) -> Client {
         insecure_registries: vec![reg.addr.clone()],
         cache_dir: cache.to_path_buf(),
         limits,
+        tls: sng_oci::TlsConfig::default(),
     })
     .unwrap()
 }

@@ -39,6 +39,9 @@ pub struct Config {
     pub engine: Option<PathBuf>,
     /// Registries (`HOST:PORT`) reached over plain HTTP.
     pub insecure_registries: Vec<String>,
+    /// Private CAs and a client certificate for HTTPS registries (`--registry-ca-file`,
+    /// `--registry-client-cert`, `--registry-client-key`).
+    pub registry_tls: sng_oci::TlsConfig,
     /// Global limit of concurrent runs (0 = number of cores).
     pub max_concurrent_runs: usize,
     /// Filesystem mirror of providers.
@@ -393,10 +396,14 @@ fn start_platform(
         insecure_registries: config.insecure_registries.clone(),
         cache_dir: data.join("cache"),
         limits: sng_oci::Limits::default(),
+        tls: config.registry_tls.clone(),
     })
-    .map_err(|e| ServerError::DataDir {
-        path: data.join("cache"),
-        source: std::io::Error::other(e.to_string()),
+    .map_err(|e| match e {
+        sng_oci::Error::InvalidConfig(m) => ServerError::Config(m),
+        e => ServerError::DataDir {
+            path: data.join("cache"),
+            source: std::io::Error::other(e.to_string()),
+        },
     })?;
     let slots = if config.max_concurrent_runs == 0 {
         std::thread::available_parallelism()

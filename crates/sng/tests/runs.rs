@@ -374,6 +374,7 @@ fn bad_packages_are_rejected_before_any_run() {
         insecure_registries: vec![registry_addr(&fx.reg)],
         cache_dir: fx.files.path().join("cache"),
         limits: sng_oci::Limits::default(),
+        tls: sng_oci::TlsConfig::default(),
     })
     .unwrap();
     let r = sng_oci::ModuleRef::parse(&fx.source("acme/bad"), Some("1"), None).unwrap();

@@ -2,6 +2,7 @@
 //! ([`zips`]) and [`push_bad`], which publishes deliberately broken module packages.
 
 mod registry;
+mod tls;
 pub mod zips;
 
 use std::path::{Path, PathBuf};
@@ -10,6 +11,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use bytes::Bytes;
 
 pub use registry::{Notifications, RegistryOptions, TestRegistry};
+pub use tls::TestCa;
 
 use crate::auth::Credentials;
 use crate::client::Client;

@@ -17,6 +17,8 @@ pub struct RegistryOptions {
     pub auth: Option<(String, String)>,
     /// TLS certificate and key files (PEM): the registry serves HTTPS only.
     pub tls: Option<(PathBuf, PathBuf)>,
+    /// With `tls`: CA files whose client certificates the registry requires (mutual TLS).
+    pub client_cas: Vec<PathBuf>,
     /// A notification endpoint (CNCF Distribution `notifications.endpoints`).
     pub notifications: Option<Notifications>,
 }
@@ -90,8 +92,14 @@ impl TestRegistry {
         }
         let mut http_extra = String::new();
         if let Some((cert, key)) = &options.tls {
+            let cas: Vec<String> = options.client_cas.iter().map(|c| yaml_str(c)).collect();
+            let clientcas = if cas.is_empty() {
+                String::new()
+            } else {
+                format!(", clientcas: [{}]", cas.join(", "))
+            };
             http_extra = format!(
-                ", tls: {{ certificate: {}, key: {} }}",
+                ", tls: {{ certificate: {}, key: {}{clientcas} }}",
                 yaml_str(cert),
                 yaml_str(key)
             );

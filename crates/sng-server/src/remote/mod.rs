@@ -46,6 +46,8 @@ pub struct AgentConfig {
     pub provider_mirror: Option<PathBuf>,
     /// Registries reached over plain HTTP (`HOST:PORT`).
     pub insecure_registries: Vec<String>,
+    /// Private CAs and a client certificate for HTTPS registries.
+    pub registry_tls: sng_oci::TlsConfig,
     /// Wall-clock limit of one run.
     pub run_timeout: Duration,
     /// Time the engine has to stop after an interrupt.
@@ -68,6 +70,7 @@ impl AgentConfig {
             work_dir: PathBuf::from("sng-agent"),
             provider_mirror: None,
             insecure_registries: vec![],
+            registry_tls: sng_oci::TlsConfig::default(),
             run_timeout: Duration::from_secs(1800),
             grace: Duration::from_secs(20),
             version: env!("CARGO_PKG_VERSION").to_string(),
@@ -179,6 +182,7 @@ pub async fn run_agent(cfg: AgentConfig, stop: CancellationToken) -> Result<(), 
         insecure_registries: cfg.insecure_registries.clone(),
         cache_dir: cfg.work_dir.join("cache"),
         limits: sng_oci::Limits::default(),
+        tls: cfg.registry_tls.clone(),
     })
     .map_err(|e| AgentError::Oci(e.to_string()))?;
     let Some(registered) = register_once(&client, &register, &stop).await? else {

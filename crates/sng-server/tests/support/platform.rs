@@ -12,6 +12,7 @@ pub fn platform(store: Arc<Store>, dir: &std::path::Path) -> Platform {
         insecure_registries: vec![],
         cache_dir: dir.join("cache"),
         limits: sng_oci::Limits::default(),
+        tls: sng_oci::TlsConfig::default(),
     })
     .unwrap();
     let runner = sng_runner::RunConfig {

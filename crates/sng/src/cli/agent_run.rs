@@ -40,6 +40,8 @@ pub struct AgentRunArgs {
         value_delimiter = ','
     )]
     pub insecure_registries: Vec<String>,
+    #[command(flatten)]
+    pub registry_tls: crate::cli::args::RegistryTlsArgs,
     /// Wall-clock limit of a run (Go duration).
     #[arg(long, env = "SNG_RUN_TIMEOUT", default_value = "30m", value_parser = parse_duration)]
     pub run_timeout: std::time::Duration,
@@ -97,6 +99,7 @@ pub fn run(g: &Global, args: AgentRunArgs, matches: &clap::ArgMatches) -> Result
     cfg.work_dir = args.work_dir;
     cfg.provider_mirror = args.provider_mirror;
     cfg.insecure_registries = args.insecure_registries;
+    cfg.registry_tls = args.registry_tls.tls()?;
     cfg.run_timeout = args.run_timeout;
     cfg.sandbox_rw = args.sandbox_rw;
     tracing_subscriber::fmt()

@@ -258,3 +258,49 @@ mod tests {
         );
     }
 }
+
+/// How HTTPS registries are trusted and which client certificate they are shown: shared by
+/// `sng server`, `sng agent` and `sng module`. The system's trust roots (with `SSL_CERT_FILE`
+/// and `SSL_CERT_DIR`) are always trusted.
+#[derive(Args, Debug, Clone, Default, PartialEq, Eq)]
+pub struct RegistryTlsArgs {
+    /// PEM file of a certificate authority trusted for registries, beside the system's
+    /// (repeatable).
+    #[arg(
+        long = "registry-ca-file",
+        env = "SNG_REGISTRY_CA_FILE",
+        value_delimiter = ','
+    )]
+    pub ca_files: Vec<std::path::PathBuf>,
+    /// Client certificate (PEM) shown to registries that ask for mutual TLS; needs
+    /// --registry-client-key.
+    #[arg(long = "registry-client-cert", env = "SNG_REGISTRY_CLIENT_CERT")]
+    pub client_cert: Option<std::path::PathBuf>,
+    /// Private key (PEM) of --registry-client-cert.
+    #[arg(long = "registry-client-key", env = "SNG_REGISTRY_CLIENT_KEY")]
+    pub client_key: Option<std::path::PathBuf>,
+}
+
+impl RegistryTlsArgs {
+    /// The settings, checked: a client certificate needs its key and the other way round.
+    pub fn tls(&self) -> Result<sng_oci::TlsConfig, CliError> {
+        let client_identity = match (&self.client_cert, &self.client_key) {
+            (Some(c), Some(k)) => Some((c.clone(), k.clone())),
+            (None, None) => None,
+            (Some(_), None) => {
+                return Err(CliError::Usage(
+                    "--registry-client-cert needs --registry-client-key".into(),
+                ))
+            }
+            (None, Some(_)) => {
+                return Err(CliError::Usage(
+                    "--registry-client-key needs --registry-client-cert".into(),
+                ))
+            }
+        };
+        Ok(sng_oci::TlsConfig {
+            ca_files: self.ca_files.clone(),
+            client_identity,
+        })
+    }
+}

@@ -30,6 +30,8 @@ pub struct ServerArgs {
         value_delimiter = ','
     )]
     pub insecure_registries: Vec<String>,
+    #[command(flatten)]
+    pub registry_tls: crate::cli::args::RegistryTlsArgs,
     /// Global limit of concurrent runs (default: the number of cores).
     #[arg(long, env = "SNG_MAX_CONCURRENT_RUNS", default_value_t = 0)]
     pub max_concurrent_runs: usize,
@@ -126,6 +128,7 @@ pub fn run(args: ServerArgs) -> Result<(), CliError> {
         listen: args.listen,
         engine: args.engine,
         insecure_registries: args.insecure_registries,
+        registry_tls: args.registry_tls.tls()?,
         max_concurrent_runs: args.max_concurrent_runs,
         provider_mirror: args.provider_mirror,
         sandbox_rw: args.sandbox_rw,
