@@ -1,7 +1,7 @@
 # sng — two commands on a fresh machine: `make demo` and `make test`.
 CARGO ?= cargo
 
-.PHONY: all build demo test setup lint bench bench-scale bench-pass bench-replicas bench-agents
+.PHONY: all build demo test setup lint bench bench-scale bench-pass bench-replicas bench-agents bench-hook
 
 all: build
 
@@ -56,3 +56,8 @@ bench-replicas: build
 ## slots, and the claim latency (job enqueued → engine started).
 bench-agents: build
 	SNG_BIN=target/release/sng bench/agents.sh
+
+## bench-hook: how fast POST /hooks/registry/{tenant} acknowledges registry notifications (new
+## events and replays), and how soon the queue is worked.
+bench-hook: build
+	SNG_BIN=target/release/sng bench/registry-hook.sh
