@@ -34,6 +34,24 @@ fn caused_by(run: &Value) -> String {
     run["causedBy"].as_str().unwrap_or_default().to_string()
 }
 
+/// (`sng_module_tag_polls_total`, `sng_module_tag_checks_total`) of the server's metrics.
+fn counters(server: &Server) -> (u64, u64) {
+    let m = reqwest::blocking::get(format!("{}/metrics", server.url))
+        .unwrap()
+        .text()
+        .unwrap();
+    let get = |name: &str| -> u64 {
+        m.lines()
+            .find_map(|l| l.strip_prefix(&format!("{name} ")))
+            .and_then(|v| v.trim().parse::<f64>().ok())
+            .unwrap_or_else(|| panic!("no {name} in the metrics")) as u64
+    };
+    (
+        get("sng_module_tag_polls_total"),
+        get("sng_module_tag_checks_total"),
+    )
+}
+
 #[test]
 fn a_moved_tag_runs_each_workspace_following_it_through_approval_when_manual() {
     let fx = Fixture::new();
@@ -90,22 +108,6 @@ fn a_moved_tag_runs_each_workspace_following_it_through_approval_when_manual() {
     // workspaces (one manifest HEAD per tag).
     let ws = server.settled("auto");
     assert_ready(&ws);
-    let counters = |server: &Server| -> (u64, u64) {
-        let m = reqwest::blocking::get(format!("{}/metrics", server.url))
-            .unwrap()
-            .text()
-            .unwrap();
-        let get = |name: &str| -> u64 {
-            m.lines()
-                .find_map(|l| l.strip_prefix(&format!("{name} ")))
-                .and_then(|v| v.trim().parse::<f64>().ok())
-                .unwrap_or_else(|| panic!("no {name} in the metrics")) as u64
-        };
-        (
-            get("sng_module_tag_polls_total"),
-            get("sng_module_tag_checks_total"),
-        )
-    };
     let (polls0, checks0) = counters(&server);
     let (polls, checks) = wait_for("three more polls", Duration::from_secs(60), || {
         let (p, c) = counters(&server);
@@ -323,4 +325,50 @@ fn a_registry_notification_runs_the_followers_at_once_and_a_replay_does_nothing(
     let ws = server.settled("w");
     assert_ready(&ws);
     assert_eq!(runs_of(&server, "w").len(), runs);
+}
+
+#[test]
+fn tenants_following_one_tag_share_one_head_per_poll_and_all_run_when_it_moves() {
+    let fx = Fixture::new();
+    let d1 = fx.push_tf("acme/out", "1.0.0", &outputs("one"));
+    let server = fx.server(&["--tag-poll-interval", "1s"]);
+    server.tenant_token("team-b");
+    let source = fx.source("acme/out");
+    server.apply(&ws("a", &source, ""));
+    server.apply_in("team-b", &ws("b", &source, ""));
+    assert_ready(&server.settled_with("a", "Ready"));
+    server.until_in("team-b", "b", "Ready", is_ready);
+
+    // Same tag, same (no) credentials: one HEAD per poll for both tenants.
+    let (polls0, checks0) = counters(&server);
+    let (polls, checks) = wait_for("three more polls", Duration::from_secs(60), || {
+        let (p, c) = counters(&server);
+        (p >= polls0 + 3).then_some((p, c))
+    });
+    assert!(
+        checks - checks0 <= polls - polls0 + 1,
+        "{} HEADs for {} polls of one tag followed in two tenants",
+        checks - checks0,
+        polls - polls0
+    );
+
+    // The tag moves: each tenant's workspace runs it.
+    let dir = fx.dir("moved");
+    std::fs::write(dir.join("main.tf"), outputs("two")).unwrap();
+    let d2 = push_dir(&fx.reg, &dir, "acme/out", "1.0.0", None);
+    let moved = format!("module tag 1.0.0 moved from {d1} to {d2}");
+    for (tenant, name) in [("default", "a"), ("team-b", "b")] {
+        wait_for(
+            &format!("{tenant}/{name} runs the moved tag"),
+            Duration::from_secs(120),
+            || {
+                let runs = server.api(&format!("/tenants/{tenant}/workspaces/{name}/runs"));
+                let last = runs["items"][0].clone();
+                (caused_by(&last).contains(&moved)
+                    && last["phase"] == "Succeeded"
+                    && last["moduleDigest"] == d2.as_str())
+                .then_some(())
+            },
+        );
+    }
 }

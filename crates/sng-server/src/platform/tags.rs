@@ -151,6 +151,23 @@ fn pull_secret(store: &Store, tenant: &str, ws: &Workspace) -> Result<Option<Vec
     }
 }
 
+/// What a poll round already learnt: the digest (or the error) of a tag resolved with given
+/// credentials (none, or a hash of them), so that tenants that follow the same tag with the same
+/// credentials (none, the shared modules') cost one `HEAD` per round, not one each. Tenants with
+/// other credentials resolve it themselves: a tenant never learns a digest through another's.
+pub type Round = HashMap<(TagKey, Option<String>), Result<String, String>>;
+
+/// The key of credentials in a [`Round`] (pure): a hash, never the secret itself.
+fn creds_key(c: Option<&Credentials>) -> Option<String> {
+    c.map(|c| {
+        let mut h = Sha256::new();
+        h.update(c.username.as_bytes());
+        h.update(b"\0");
+        h.update(c.password.as_bytes());
+        hex::encode(h.finalize())
+    })
+}
+
 /// What one check of a tenant's tags did.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct Checked {
@@ -170,6 +187,7 @@ impl Platform {
         &self,
         tenant: &str,
         only: Option<&(dyn Fn(&TagKey) -> bool + Sync)>,
+        mut round: Option<&mut Round>,
     ) -> Checked {
         let everything = only.is_none();
         let only = |k: &TagKey| only.is_none_or(|f| f(k));
@@ -223,19 +241,30 @@ impl Platform {
                             continue;
                         }
                     };
-                result = self
-                    .oci
-                    .resolve(&r, creds.as_ref())
-                    .await
-                    .map_err(|e| e.to_string());
+                let memo = (key.clone(), creds_key(creds.as_ref()));
+                let known = round.as_deref().and_then(|m| m.get(&memo).cloned());
+                result = match known {
+                    Some(r) => r,
+                    None => {
+                        self.stats
+                            .tag_checks
+                            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        let r = self
+                            .oci
+                            .resolve(&r, creds.as_ref())
+                            .await
+                            .map_err(|e| e.to_string());
+                        if let Some(m) = round.as_deref_mut() {
+                            m.insert(memo, r.clone());
+                        }
+                        r
+                    }
+                };
                 if result.is_ok() {
                     break;
                 }
             }
             out.resolved += 1;
-            self.stats
-                .tag_checks
-                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             let observed = match &result {
                 Ok(d) => self.store.module_tag_observe(tenant, &key, Ok(d)),
                 Err(e) => {
@@ -272,6 +301,7 @@ impl Platform {
                 .check_tags(
                     &note.tenant,
                     Some(&|k: &TagKey| k.1 == note.repository && k.2 == note.tag),
+                    None,
                 )
                 .await;
             let result = match (checked.resolved, checked.moved.len()) {
@@ -310,8 +340,9 @@ pub async fn tag_loop(platform: Arc<Platform>, stop: CancellationToken) {
                 .unwrap_or_default()
                 .into_iter()
                 .map(|t| t.meta().name.clone());
+            let mut round = Round::new();
             for tenant in tenants {
-                platform.check_tags(&tenant, None).await;
+                platform.check_tags(&tenant, None, Some(&mut round)).await;
             }
             platform
                 .stats
