@@ -69,7 +69,7 @@ queued() {
 stamp t0
 poll_until 300 "$SERVER_PID" queued || die "the queue was not worked"
 elapsed_ms "$t0" drain_ms
-RUNS=$("$SNG" runs workspace w-1 -o json | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["items"]))')
+RUNS=$("$SNG" runs workspace w-1 -o json | python3 -c 'import json,sys; d=json.load(sys.stdin); print(len(d["items"] if isinstance(d, dict) else d))')
 
 stats() {
   python3 - "$1" "$2" <<'PY'
