@@ -271,7 +271,10 @@ fn master_key(path: &Path) -> Result<[u8; 32], ServerError> {
 }
 
 /// Run the server until SIGTERM or SIGINT, then stop cleanly (in-flight requests finish).
-pub async fn run(config: Config) -> Result<(), ServerError> {
+pub async fn run(mut config: Config) -> Result<(), ServerError> {
+    // Absolute from here on: run directories, sandboxes and the engine's plugin cache are
+    // elsewhere than the server's working directory, and a relative path would not reach them.
+    config.data_dir = std::path::absolute(&config.data_dir).map_err(io_err(&config.data_dir))?;
     // Shared with other servers; `sng server rotate-master-key` needs it alone.
     let _data_dir_lock = keys::lock_data_dir(&config.data_dir, false)?;
     if let Some(lease) = config.lease {

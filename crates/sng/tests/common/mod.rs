@@ -75,7 +75,25 @@ impl Server {
         } else {
             database_args(dir)
         };
-        Self::launch(dir, &store, extra, env, stderr)
+        Self::launch(dir, None, &store, extra, env, stderr)
+    }
+
+    /// A server that runs workspaces, started in `cwd` with the relative `--data-dir .sng` (the
+    /// README's quickstart): its data directory is `cwd/.sng`.
+    pub fn start_runs_relative(cwd: &Path, registry: &str, extra: &[&str]) -> Server {
+        let dir = cwd.join(".sng");
+        let (engine, mirror) = (engine(), provider_mirror());
+        let mut args = vec![
+            "--engine",
+            &engine,
+            "--insecure-registry",
+            registry,
+            "--provider-mirror",
+            &mirror,
+        ];
+        args.extend_from_slice(extra);
+        let store = database_args(&dir);
+        Self::launch(&dir, Some(cwd), &store, &args, &[], Stdio::inherit())
     }
 
     /// A server that runs workspaces on SQLite in `dir`, whatever `SNG_E2E_DATABASE` says.
@@ -89,12 +107,14 @@ impl Server {
             "--provider-mirror",
             &mirror,
         ];
-        Self::launch(dir, &[], &args, &[], Stdio::inherit())
+        Self::launch(dir, None, &[], &args, &[], Stdio::inherit())
     }
 
-    /// `sng server` over `dir` with the `store` arguments, then `extra`.
+    /// `sng server` over `dir` with the `store` arguments, then `extra`; started in `cwd` (and
+    /// `dir` given relative to it) when there is one.
     fn launch(
         dir: &Path,
+        cwd: Option<&Path>,
         store: &[String],
         extra: &[&str],
         env: &[(&str, &str)],
@@ -107,11 +127,19 @@ impl Server {
         } else {
             &["--listen", "127.0.0.1:0"]
         };
-        let child = Command::new(SNG)
+        let mut cmd = Command::new(SNG);
+        let dir_arg = match cwd {
+            Some(cwd) => {
+                cmd.current_dir(cwd);
+                dir.strip_prefix(cwd).unwrap_or(dir)
+            }
+            None => dir,
+        };
+        let child = cmd
             .arg("server")
             .args(listen)
             .arg("--data-dir")
-            .arg(dir)
+            .arg(dir_arg)
             .args(store)
             .args(extra)
             .env_remove("SNG_DATABASE")
