@@ -342,25 +342,11 @@ fn list_inspect_and_pull_show_what_was_published() {
     assert_eq!(files_in(&dir), ["main.tf", "scripts/run.sh"]);
 
     // A package the platform would refuse is refused by pull too, and nothing is written.
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    let client = sng_oci::Client::new(sng_oci::ClientConfig {
-        insecure_registries: vec![registry_addr(&fx.reg)],
-        cache_dir: fx.files.path().join("cache"),
-        limits: sng_oci::Limits::default(),
-        tls: sng_oci::TlsConfig::default(),
-    })
-    .unwrap();
-    let r = sng_oci::ModuleRef::parse(&fx.source("acme/evil"), Some("1"), None).unwrap();
-    rt.block_on(sng_oci::testing::push_bad(
-        &client,
-        &r,
-        None,
+    fx.push_bad(
+        "acme/evil",
+        "1",
         sng_oci::testing::BadArtifact::Archive(sng_oci::testing::zips::zip_slip()),
-    ))
-    .unwrap();
+    );
     let evil = fx.files.path().join("evil");
     let o = sng(
         &[

@@ -52,6 +52,22 @@ fn counters(server: &Server) -> (u64, u64) {
     )
 }
 
+/// The manifest HEADs of the tag checker over the next three polls: at most one per poll (a
+/// poll under way may have resolved its tag before it counts itself: one more).
+fn assert_one_head_per_poll(server: &Server, followers: &str) {
+    let (polls0, checks0) = counters(server);
+    let (polls, checks) = wait_for("three more polls", Duration::from_secs(60), || {
+        let (p, c) = counters(server);
+        (p >= polls0 + 3).then_some((p, c))
+    });
+    assert!(
+        checks - checks0 <= polls - polls0 + 1,
+        "{} HEADs for {} polls of one tag followed {followers}",
+        checks - checks0,
+        polls - polls0
+    );
+}
+
 #[test]
 fn a_moved_tag_runs_each_workspace_following_it_through_approval_when_manual() {
     let fx = Fixture::new();
@@ -108,18 +124,7 @@ fn a_moved_tag_runs_each_workspace_following_it_through_approval_when_manual() {
     // workspaces (one manifest HEAD per tag).
     let ws = server.settled("auto");
     assert_ready(&ws);
-    let (polls0, checks0) = counters(&server);
-    let (polls, checks) = wait_for("three more polls", Duration::from_secs(60), || {
-        let (p, c) = counters(&server);
-        (p >= polls0 + 3).then_some((p, c))
-    });
-    // A poll under way may have resolved its tag before it counts itself.
-    assert!(
-        checks - checks0 <= polls - polls0 + 1,
-        "{} HEADs for {} polls of one tag followed by two workspaces",
-        checks - checks0,
-        polls - polls0
-    );
+    assert_one_head_per_poll(&server, "by two workspaces");
     assert_eq!(runs_of(&server, "auto").len(), before + 1);
     assert_eq!(
         server.settled("auto")["status"]["lastRunJob"],
@@ -340,17 +345,7 @@ fn tenants_following_one_tag_share_one_head_per_poll_and_all_run_when_it_moves()
     server.until_in("team-b", "b", "Ready", is_ready);
 
     // Same tag, same (no) credentials: one HEAD per poll for both tenants.
-    let (polls0, checks0) = counters(&server);
-    let (polls, checks) = wait_for("three more polls", Duration::from_secs(60), || {
-        let (p, c) = counters(&server);
-        (p >= polls0 + 3).then_some((p, c))
-    });
-    assert!(
-        checks - checks0 <= polls - polls0 + 1,
-        "{} HEADs for {} polls of one tag followed in two tenants",
-        checks - checks0,
-        polls - polls0
-    );
+    assert_one_head_per_poll(&server, "in two tenants");
 
     // The tag moves: each tenant's workspace runs it.
     let dir = fx.dir("moved");

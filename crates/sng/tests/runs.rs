@@ -366,25 +366,11 @@ fn module_problems_fail_with_clear_messages_and_no_credentials() {
 #[test]
 fn bad_packages_are_rejected_before_any_run() {
     let fx = Fixture::new();
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    let client = sng_oci::Client::new(sng_oci::ClientConfig {
-        insecure_registries: vec![registry_addr(&fx.reg)],
-        cache_dir: fx.files.path().join("cache"),
-        limits: sng_oci::Limits::default(),
-        tls: sng_oci::TlsConfig::default(),
-    })
-    .unwrap();
-    let r = sng_oci::ModuleRef::parse(&fx.source("acme/bad"), Some("1"), None).unwrap();
-    rt.block_on(sng_oci::testing::push_bad(
-        &client,
-        &r,
-        None,
+    fx.push_bad(
+        "acme/bad",
+        "1",
         sng_oci::testing::BadArtifact::WrongArtifactType,
-    ))
-    .unwrap();
+    );
     let server = fx.server(&[]);
     server.apply_file(
         fx.files.path(),

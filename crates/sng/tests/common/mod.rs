@@ -3,10 +3,12 @@
 
 pub mod agents;
 pub mod postgres;
+pub mod publish;
 pub mod receiver;
 pub mod tenants;
 
 pub use postgres::*;
+pub use publish::*;
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -82,31 +84,16 @@ impl Server {
     /// README's quickstart): its data directory is `cwd/.sng`.
     pub fn start_runs_relative(cwd: &Path, registry: &str, extra: &[&str]) -> Server {
         let dir = cwd.join(".sng");
-        let (engine, mirror) = (engine(), provider_mirror());
-        let mut args = vec![
-            "--engine",
-            &engine,
-            "--insecure-registry",
-            registry,
-            "--provider-mirror",
-            &mirror,
-        ];
-        args.extend_from_slice(extra);
+        let args = run_args(registry, extra);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
         let store = database_args(&dir);
         Self::launch(&dir, Some(cwd), &store, &args, &[], Stdio::inherit())
     }
 
     /// A server that runs workspaces on SQLite in `dir`, whatever `SNG_E2E_DATABASE` says.
     pub fn start_runs_on_sqlite(dir: &Path, registry: &str) -> Server {
-        let (engine, mirror) = (engine(), provider_mirror());
-        let args = [
-            "--engine",
-            &engine,
-            "--insecure-registry",
-            registry,
-            "--provider-mirror",
-            &mirror,
-        ];
+        let args = run_args(registry, &[]);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
         Self::launch(dir, None, &[], &args, &[], Stdio::inherit())
     }
 
@@ -308,6 +295,24 @@ pub fn provider_mirror() -> String {
     path.display().to_string()
 }
 
+/// The arguments of a server that runs workspaces: the real engine, `registry` over HTTP, the
+/// test provider's mirror, then `extra`.
+fn run_args(registry: &str, extra: &[&str]) -> Vec<String> {
+    let mut args: Vec<String> = [
+        "--engine",
+        &engine(),
+        "--insecure-registry",
+        registry,
+        "--provider-mirror",
+        &provider_mirror(),
+    ]
+    .iter()
+    .map(|a| a.to_string())
+    .collect();
+    args.extend(extra.iter().map(|a| a.to_string()));
+    args
+}
+
 /// `HOST:PORT` of a test registry.
 pub fn registry_addr(reg: &TestRegistry) -> String {
     reg.source("x")
@@ -316,53 +321,11 @@ pub fn registry_addr(reg: &TestRegistry) -> String {
         .to_string()
 }
 
-/// Publish an example module with `sng module push`; returns the digest.
-pub fn push_module(
-    reg: &TestRegistry,
-    module: &str,
-    repo: &str,
-    tag: &str,
-    auth_file: Option<&Path>,
-) -> String {
-    let dir = repo_root().join("examples/modules").join(module);
-    push_dir(reg, &dir, repo, tag, auth_file)
-}
-
-/// Publish a directory with `sng module push`; returns the digest.
-pub fn push_dir(
-    reg: &TestRegistry,
-    dir: &Path,
-    repo: &str,
-    tag: &str,
-    auth_file: Option<&Path>,
-) -> String {
-    let mut cmd = Command::new(SNG);
-    cmd.args(["module", "push"])
-        .arg(dir)
-        .arg(reg.source(repo))
-        .args(["--tag", tag, "--insecure"]);
-    if let Some(f) = auth_file {
-        cmd.arg("--auth-file").arg(f);
-    }
-    let o = cmd.output().unwrap();
-    assert!(o.status.success(), "push failed: {}", err(&o));
-    out(&o).trim().to_string()
-}
-
 impl Server {
     /// A server that runs workspaces: the real engine, the registry over HTTP, the test provider.
     pub fn start_runs(dir: &Path, registry: &str, extra: &[&str]) -> Server {
-        let engine = engine();
-        let mirror = provider_mirror();
-        let mut args = vec![
-            "--engine",
-            &engine,
-            "--insecure-registry",
-            registry,
-            "--provider-mirror",
-            &mirror,
-        ];
-        args.extend_from_slice(extra);
+        let args = run_args(registry, extra);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
         Server::start_with(dir, &args)
     }
 
