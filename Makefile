@@ -18,17 +18,20 @@ setup:
 
 ## test: install what tests need, start a PostgreSQL of its own, then run every test: all of
 ## them on the embedded SQLite (the store's tests and the replica tests on PostgreSQL too),
-## then every end-to-end test binary again against PostgreSQL, but those of PG_E2E_SKIP (the
-## master key rotation and the raw SQLite file checks are the data directory's; the replica
-## tests ran already, the outage and migration tests start or use PostgreSQL themselves).
+## then the end-to-end tests again against PostgreSQL (the `e2e` binary and any single-file
+## test beside it), but the modules of PG_E2E_SKIP (the master key rotation and the raw SQLite
+## file checks are the data directory's; the replica tests ran already, the outage and
+## migration tests start or use PostgreSQL themselves). Incremental compilation is off: CI
+## builds once, and its files would double the disk the build takes.
 PG_E2E_SKIP ?= keys rotation replicas database_outage migrate
-PG_E2E := $(filter-out $(PG_E2E_SKIP),$(basename $(notdir $(wildcard crates/sng/tests/*.rs))))
+PG_E2E := e2e $(basename $(notdir $(wildcard crates/sng/tests/*.rs)))
 test: setup
 	@if scripts/pg.sh running; then ours=0; else ours=1; fi; \
-	url=$$(scripts/pg.sh start) && \
+	url=$$(scripts/pg.sh start) && export CARGO_INCREMENTAL=0 && \
 	  SNG_TEST_DATABASE=$$url $(CARGO) test --workspace --all-targets && \
 	  SNG_TEST_DATABASE=$$url $(CARGO) test --workspace --doc && \
-	  SNG_TEST_DATABASE=$$url SNG_E2E_DATABASE=$$url $(CARGO) test -p sng $(addprefix --test ,$(PG_E2E)); \
+	  SNG_TEST_DATABASE=$$url SNG_E2E_DATABASE=$$url $(CARGO) test --workspace \
+	    $(addprefix --test ,$(PG_E2E)) -- $(addprefix --skip ,$(addsuffix ::,$(PG_E2E_SKIP))); \
 	  rc=$$?; [ $$ours = 0 ] || scripts/pg.sh stop; exit $$rc
 
 lint:
