@@ -45,6 +45,8 @@ fi
 [ -n "${SNG_ENGINE:-}" ] || scripts/install-engine.sh >/dev/null
 # The test provider example.com/sng/file, as a filesystem mirror in .tools/providers.
 scripts/install-test-provider.sh >/dev/null
-# moto_server, a real S3-compatible server for the s3 backend tests.
+# moto_server (S3) and the Python clients of the standards the tests check against, in .tools/moto.
 [ ! -x scripts/install-moto.sh ] || scripts/install-moto.sh >/dev/null
+# ajv (the schemas in strict mode) and playwright-core, in .tools/node.
+scripts/install-node-tools.sh >/dev/null
 echo "setup: ok" >&2
