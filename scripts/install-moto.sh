@@ -5,7 +5,7 @@
 # `sng module push` writes), and the clients of the standards the platform speaks: PyPI
 # `standardwebhooks` (Standard Webhooks signatures), `cloudevents` (CloudEvents 1.0),
 # `openapi-spec-validator` (the OpenAPI description) and `check-jsonschema` (the JSON Schemas
-# against their metaschema), each run by a test. Idempotent: does nothing when the right versions are already there.
+# against their metaschema), `prometheus-client` (the /metrics exposition parsed), each run by a test. Idempotent: does nothing when the right versions are already there.
 # Prints the path of `moto_server`; `.tools/moto/bin/python` imports them all.
 #
 # On a fresh Debian machine `python3 -m venv` needs the `python3-venv` package (ensurepip): it is
@@ -17,7 +17,7 @@ ROOT=$(pwd)
 DIR="$ROOT/.tools/moto"
 MOTO=${MOTO_VERSION:-5.2.5}
 ORAS=${ORAS_VERSION:-0.2.43}
-CLIENTS=("standardwebhooks==1.1.0" "cloudevents==1.12.1" "openapi-spec-validator==0.8.4" "check-jsonschema==0.38.2")
+CLIENTS=("standardwebhooks==1.1.0" "cloudevents==1.12.1" "openapi-spec-validator==0.8.4" "check-jsonschema==0.38.2" "prometheus-client==0.21.1")
 VERSION="moto $MOTO, oras $ORAS, ${CLIENTS[*]}"
 PACKAGES=("moto[s3]==$MOTO" flask flask-cors "oras==$ORAS" "${CLIENTS[@]}")
 MARKER="$DIR/.sng-installed"
@@ -25,7 +25,7 @@ BIN="$DIR/bin/moto_server"
 
 installed() {
   [ -x "$BIN" ] && [ -f "$MARKER" ] && [ "$(cat "$MARKER")" = "$VERSION" ] \
-    && "$BIN" --help >/dev/null 2>&1 && "$DIR/bin/python" -c 'import oras.client, standardwebhooks, cloudevents, openapi_spec_validator, check_jsonschema' >/dev/null 2>&1
+    && "$BIN" --help >/dev/null 2>&1 && "$DIR/bin/python" -c 'import oras.client, standardwebhooks, cloudevents, openapi_spec_validator, check_jsonschema, prometheus_client' >/dev/null 2>&1
 }
 
 if installed; then echo "$BIN"; exit 0; fi
@@ -71,6 +71,6 @@ EOF
 fi
 
 "$BIN" --help >/dev/null 2>&1 || { echo "install-moto: error: $BIN does not run" >&2; exit 1; }
-"$DIR/bin/python" -c 'import oras.client, standardwebhooks, cloudevents, openapi_spec_validator, check_jsonschema' || { echo "install-moto: error: oras does not import" >&2; exit 1; }
+"$DIR/bin/python" -c 'import oras.client, standardwebhooks, cloudevents, openapi_spec_validator, check_jsonschema, prometheus_client' || { echo "install-moto: error: oras does not import" >&2; exit 1; }
 echo "$VERSION" >"$MARKER"
 echo "$BIN"
