@@ -21,6 +21,10 @@ pub struct ObjectMeta {
     /// Tenant owning the object. Set by the platform; when given it must match the active tenant.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tenant: Option<String>,
+    /// kubectl's word for the tenant: accepted on input when it names the active tenant (as
+    /// `tenant`), never written back.
+    #[serde(default, skip_serializing)]
+    pub namespace: Option<String>,
     /// Free key/value labels.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub labels: BTreeMap<String, String>,

@@ -287,18 +287,68 @@ impl Object {
     }
 }
 
-/// Split a text of one or more YAML (or JSON) documents into JSON values.
+/// Split a text of one or more YAML (or JSON) documents into JSON values, as kubectl reads
+/// them: a UTF-8 byte order mark is skipped, YAML merge keys (`<<: *base`) are applied, and
+/// concatenated JSON documents (`{…}{…}` or one a line) are read one after the other.
 /// Empty documents are skipped; a `List` (or a JSON array) is flattened into its items.
 pub fn parse_documents(text: &str, source_name: &str) -> Result<Vec<Value>, ParseError> {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let mut out = Vec::new();
+    let yaml = parse_yaml(text, source_name, &mut out);
+    if yaml.is_err() && text.trim_start().starts_with(['{', '[']) {
+        let mut json = Vec::new();
+        if parse_json_stream(text, &mut json).is_ok() {
+            return Ok(json);
+        }
+    }
+    yaml.map(|()| out)
+}
+
+fn parse_yaml(text: &str, source_name: &str, out: &mut Vec<Value>) -> Result<(), ParseError> {
     for (index, doc) in serde_yaml::Deserializer::from_str(text).enumerate() {
         let value = crate::strict::StrictValue::deserialize(doc).map_err(|e| ParseError {
             source_name: source_name.to_string(),
             message: redact_serde_message(&located(&e, index + 1, text)),
         })?;
-        flatten_into(value.0, &mut out);
+        let mut value = value.0;
+        apply_merge_keys(&mut value);
+        flatten_into(value, out);
     }
-    Ok(out)
+    Ok(())
+}
+
+/// Concatenated JSON documents, each refusing duplicate keys.
+fn parse_json_stream(text: &str, out: &mut Vec<Value>) -> Result<(), serde_json::Error> {
+    for doc in serde_json::Deserializer::from_str(text).into_iter::<crate::strict::StrictValue>() {
+        flatten_into(doc?.0, out);
+    }
+    Ok(())
+}
+
+/// YAML 1.1 merge keys: `<<: MAPPING` or `<<: [MAPPINGS]` adds their keys to the mapping that
+/// holds it, its own keys winning (the first of several mappings wins over the next), at
+/// every depth.
+pub fn apply_merge_keys(value: &mut Value) {
+    match value {
+        Value::Array(items) => items.iter_mut().for_each(apply_merge_keys),
+        Value::Object(map) => {
+            if let Some(merged) = map.remove("<<") {
+                let sources = match merged {
+                    Value::Array(items) => items,
+                    other => vec![other],
+                };
+                for source in sources {
+                    if let Value::Object(source) = source {
+                        for (k, v) in source {
+                            map.entry(k).or_insert(v);
+                        }
+                    }
+                }
+            }
+            map.values_mut().for_each(apply_merge_keys);
+        }
+        _ => {}
+    }
 }
 
 /// A YAML error with the document it is in: `spec.vars: duplicate key `region` in document 2

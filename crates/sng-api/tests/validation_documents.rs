@@ -205,9 +205,9 @@ fn metadata_name_rules() {
         ),
         err(
             "unknown metadata field",
-            ws_meta("name: app\nnamespace: x"),
+            ws_meta("name: app\ncluster: x"),
             "metadata",
-            "unknown field `namespace`",
+            "unknown field `cluster`",
         ),
         err(
             "labels not a map",

@@ -180,6 +180,7 @@ fn decode_row(kind: Kind, tenant: &str, name: String, row: Row, spec: String) ->
     let meta = ObjectMeta {
         name: name.clone(),
         tenant: kind.namespaced().then(|| tenant.to_string()),
+        namespace: None,
         labels: serde_json::from_str(&row.labels).map_err(corrupt)?,
         annotations: serde_json::from_str(&row.annotations).map_err(corrupt)?,
         uid: Some(row.uid),

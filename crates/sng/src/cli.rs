@@ -10,13 +10,17 @@ pub mod agents;
 pub mod apply;
 pub mod args;
 pub mod config;
+pub mod delete;
+pub mod describe;
 pub mod events;
 pub mod explain;
+pub mod get;
 pub mod module;
 pub mod objects;
 pub mod quarantine;
 pub mod runs;
 pub mod server;
+pub mod server_ready;
 pub mod tenant;
 pub mod tokens;
 pub mod workspace;
@@ -52,7 +56,7 @@ pub struct Global {
     /// Context of the client config file to use (default: its current context).
     #[arg(long, env = "SNG_CONTEXT", global = true)]
     pub context: Option<String>,
-    /// Tenant to act in.
+    /// Tenant to act in (default: a tenant token's own tenant, else `default`).
     #[arg(long, env = "SNG_TENANT", default_value = "default", global = true)]
     pub tenant: String,
 }
@@ -66,7 +70,17 @@ pub enum Command {
     Agent(agent_run::AgentRunArgs),
     /// Create or update objects from manifests (YAML or JSON, multi-document).
     Apply(apply::ApplyArgs),
-    /// Read and delete objects of a kind.
+    /// List objects of a kind or show some: `-o yaml|json|wide|name|jsonpath=…`, `-l`, `-w`.
+    #[command(
+        after_help = "Examples:\n  sng get workspaces -o wide\n  sng get ws pet app -o name\n  sng get ws -l team=web -o jsonpath='{.items[*].metadata.name}'\n  sng get ws -w"
+    )]
+    Get(get::GetArgs),
+    /// Show one object in one view: for a workspace its module and digest, conditions, the
+    /// explain chain, recent runs and events.
+    Describe(describe::DescribeArgs),
+    /// Delete objects by name or those of manifests (`-f FILE|DIR [-R]`).
+    Delete(delete::DeleteArgs),
+    /// Read and delete objects of a kind (`sng get` and `sng delete` also do).
     #[command(subcommand)]
     Kind(objects::KindCommand),
     /// Manage tenants.
@@ -135,8 +149,18 @@ pub fn run(cli: Cli, matches: &clap::ArgMatches) -> Result<(), CliError> {
     }
     // An agent that runs takes its token from its own flag or SNG_AGENT_TOKEN, never a context.
     let runs_an_agent = matches!(&cli.command, Command::Agent(a) if a.command.is_none());
+    let offline = matches!(
+        cli.command,
+        Command::Server(_) | Command::Schema(_) | Command::Module(_)
+    );
     if !matches!(cli.command, Command::Server(_) | Command::Schema(_)) && !runs_an_agent {
-        config::apply(&mut g, matches)?;
+        let tenant_given = config::apply(&mut g, matches)?;
+        // A tenant token knows its tenant: with no tenant given, act in it, not in `default`.
+        if !tenant_given && !offline && !matches!(cli.command, Command::Agent(_)) {
+            if let Some(own) = config::own_tenant(&g) {
+                g.tenant = own;
+            }
+        }
     }
     let g = &g;
     match cli.command {
@@ -145,6 +169,9 @@ pub fn run(cli: Cli, matches: &clap::ArgMatches) -> Result<(), CliError> {
         Command::Agent(args) => agent_run::run(g, args, matches),
         Command::Apply(args) => apply::apply(g, &args),
         Command::Plan(args) => apply::plan(g, &args),
+        Command::Get(args) => get::run(g, &args),
+        Command::Describe(args) => describe::run(g, &args),
+        Command::Delete(args) => delete::run(g, &args),
         Command::Kind(command) => objects::run(g, command),
         Command::Wait(args) => objects::wait(g, &args),
         Command::Schema(args) => objects::schema(&args),

@@ -4,6 +4,7 @@
 mod cli;
 mod client;
 mod error;
+mod jsonpath;
 mod table;
 
 use std::process::ExitCode;

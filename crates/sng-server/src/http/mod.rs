@@ -38,6 +38,7 @@ pub fn router(state: AppState) -> Router {
         .route("/healthz", get(|| async { "ok" }))
         .route("/metrics", get(metrics::metrics))
         .route("/api/v1/stats", get(metrics::stats))
+        .route("/api/v1/whoami", get(tokens::whoami))
         .route(
             "/api/v1/tenants",
             get(tenants::list_tenants).post(tenants::create_tenant),

@@ -149,3 +149,17 @@ pub(crate) async fn revoke_token(
     let info = blocking(&st, move |s| s.revoke_token_by(&tenant, &id, &by)).await?;
     Ok(Json(info_value(&info)))
 }
+
+/// `GET /api/v1/whoami`: who the token is (its id, its tenant or none for the platform admin,
+/// its role), never its value. The CLI asks it to act in a tenant token's own tenant when no
+/// tenant is given, as kubectl's `auth whoami` tells who the credentials are.
+pub(crate) async fn whoami(caller: Caller) -> Json<Value> {
+    let who = &caller.0;
+    Json(json!({
+        "apiVersion": "v1",
+        "kind": "Principal",
+        "tokenId": who.token_id,
+        "tenant": who.tenant,
+        "role": who.role.as_str(),
+    }))
+}

@@ -61,19 +61,23 @@ fn check_objects(who: &Principal, tenant: &str, objects: &[Object]) -> Result<()
                 &format!("applying a {}", obj.kind()),
             )?;
         }
-        if let Some(t) = obj
-            .meta()
-            .tenant
-            .as_deref()
-            .filter(|t| *t != tenant && obj.kind().namespaced())
-        {
-            return Err(ApiError::invalid_field(
-                &obj.label(),
-                "metadata.tenant",
-                &format!(
-                    "`{t}` does not match the active tenant `{tenant}`; remove it or switch tenant"
-                ),
-            ));
+        let meta = obj.meta();
+        for (field, given) in [
+            ("metadata.tenant", &meta.tenant),
+            ("metadata.namespace", &meta.namespace),
+        ] {
+            if let Some(t) = given
+                .as_deref()
+                .filter(|t| *t != tenant && obj.kind().namespaced())
+            {
+                return Err(ApiError::invalid_field(
+                    &obj.label(),
+                    field,
+                    &format!(
+                        "`{t}` does not match the active tenant `{tenant}`; remove it or switch tenant (--tenant {t})"
+                    ),
+                ));
+            }
         }
     }
     Ok(())

@@ -18,6 +18,9 @@ pub struct ApplyArgs {
     /// File, directory (its *.yaml, *.yml and *.json files) or `-` for stdin. Repeatable.
     #[arg(short = 'f', long = "filename", required = true)]
     pub files: Vec<String>,
+    /// With -f DIR: the directory's subdirectories too.
+    #[arg(short = 'R', long)]
+    pub recursive: bool,
     /// Validate and show what would change, without changing anything.
     #[arg(long)]
     pub dry_run: bool,
@@ -32,13 +35,62 @@ pub struct PlanArgs {
     /// File, directory or `-`.
     #[arg(short = 'f', long = "filename", required = true)]
     pub files: Vec<String>,
+    /// With -f DIR: the directory's subdirectories too.
+    #[arg(short = 'R', long)]
+    pub recursive: bool,
     /// Output format.
     #[arg(short, long, value_enum)]
     pub output: Option<Output>,
 }
 
-/// The texts to apply, with the name of where each came from.
-pub fn read_sources(files: &[String]) -> Result<Vec<(String, String)>, CliError> {
+/// The manifests of a directory: its *.yaml, *.yml and *.json files, sorted, and with
+/// `recursive` those of its subdirectories. A kustomization is refused with the command that
+/// renders it: sng does not run kustomize.
+fn directory_files(
+    dir: &Path,
+    recursive: bool,
+    out: &mut Vec<std::path::PathBuf>,
+) -> Result<(), CliError> {
+    for k in ["kustomization.yaml", "kustomization.yml", "Kustomization"] {
+        if dir.join(k).is_file() {
+            return Err(CliError::Usage(format!(
+                "`{}` is a kustomization ({k}); sng does not run kustomize\nhint: kubectl kustomize {} | sng apply -f -",
+                dir.display(),
+                dir.display()
+            )));
+        }
+    }
+    let entries = std::fs::read_dir(dir)
+        .map_err(|e| CliError::rejected(format!("cannot read `{}`: {e}", dir.display())))?;
+    let mut files = Vec::new();
+    let mut dirs = Vec::new();
+    for entry in entries.flatten() {
+        let p = entry.path();
+        if p.is_dir() {
+            dirs.push(p);
+            continue;
+        }
+        let manifest = p
+            .extension()
+            .and_then(|e| e.to_str())
+            .is_some_and(|e| matches!(e, "yaml" | "yml" | "json"));
+        if manifest && p.is_file() {
+            files.push(p);
+        }
+    }
+    files.sort();
+    out.extend(files);
+    if recursive {
+        dirs.sort();
+        for d in dirs {
+            directory_files(&d, true, out)?;
+        }
+    }
+    Ok(())
+}
+
+/// The texts to apply, with the name of where each came from (`-` for stdin).
+pub fn read_sources(files: &[String], recursive: bool) -> Result<Vec<(String, String)>, CliError> {
     let mut out = Vec::new();
     for f in files {
         if f == "-" {
@@ -54,19 +106,7 @@ pub fn read_sources(files: &[String]) -> Result<Vec<(String, String)>, CliError>
             .map_err(|_| CliError::Usage(format!("the path `{f}` does not exist")))?;
         let mut paths = Vec::new();
         if meta.is_dir() {
-            let entries = std::fs::read_dir(path)
-                .map_err(|e| CliError::rejected(format!("cannot read `{f}`: {e}")))?;
-            for entry in entries.flatten() {
-                let p = entry.path();
-                let manifest = p
-                    .extension()
-                    .and_then(|e| e.to_str())
-                    .is_some_and(|e| matches!(e, "yaml" | "yml" | "json"));
-                if manifest && p.is_file() {
-                    paths.push(p);
-                }
-            }
-            paths.sort();
+            directory_files(path, recursive, &mut paths)?;
         } else {
             paths.push(path.to_path_buf());
         }
@@ -85,7 +125,7 @@ pub fn apply(g: &Global, args: &ApplyArgs) -> Result<(), CliError> {
     let tenant = &g.tenant;
     let mut items: Vec<Value> = Vec::new();
     let mut errors = Vec::new();
-    for (name, text) in read_sources(&args.files)? {
+    for (name, text) in read_sources(&args.files, args.recursive)? {
         match sng_api::parse_documents(&text, &name) {
             Ok(docs) => items.extend(docs),
             Err(e) => errors.push(e.to_string()),
@@ -150,7 +190,7 @@ pub fn plan(g: &Global, args: &PlanArgs) -> Result<(), CliError> {
     let client = Client::new(g)?;
     let tenant = &g.tenant;
     let mut items = Vec::new();
-    for (name, text) in read_sources(&args.files)? {
+    for (name, text) in read_sources(&args.files, args.recursive)? {
         items.extend(
             sng_api::parse_documents(&text, &name)
                 .map_err(|e| CliError::rejected(e.to_string()))?,

@@ -101,7 +101,10 @@ mod tests {
             Command::Drift(a) => a.target,
             Command::Refresh(t) | Command::Cancel(t) => t,
             Command::Runs(a) => a.target,
-            Command::Kind(crate::cli::objects::KindCommand::Delete { target, .. }) => target,
+            Command::Kind(crate::cli::objects::KindCommand::Delete(a)) => WorkspaceRef {
+                kind: a.kind.unwrap_or_default(),
+                name: a.names.first().cloned().unwrap_or_default(),
+            },
             other => panic!("{other:?} takes no workspace reference"),
         };
         Ok((target, cli.global))
@@ -235,7 +238,7 @@ mod tests {
         );
         assert_eq!(
             usage(&["kind", "delete"]),
-            "Usage: sng kind delete [OPTIONS] <KIND> <NAME>"
+            "Usage: sng kind delete [OPTIONS] [KIND] [NAMES]..."
         );
         let help = |path: &[&str], arg: &str| {
             let cmd = command(path);
@@ -253,8 +256,8 @@ mod tests {
             Some("Kind: case-insensitive, singular or plural")
         );
         assert_eq!(
-            help(&["kind", "delete"], "name").as_deref(),
-            Some("Name of the object")
+            help(&["kind", "delete"], "names").as_deref(),
+            Some("Names of the objects")
         );
     }
 }

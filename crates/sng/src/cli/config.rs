@@ -127,23 +127,27 @@ fn given(m: &ArgMatches, id: &str) -> bool {
 }
 
 /// Fill what flags and environment did not give from the context (`--context`/`SNG_CONTEXT`,
-/// else the current context).
-pub fn apply(g: &mut Global, m: &ArgMatches) -> Result<(), CliError> {
+/// else the current context). Answers whether the tenant was given (flag, environment or
+/// context): when it was not, a tenant token acts in its own tenant ([`own_tenant`]).
+pub fn apply(g: &mut Global, m: &ArgMatches) -> Result<bool, CliError> {
+    let given_tenant = given(m, "tenant");
     let cfg = load()?;
     let wanted = g.context.clone().or(cfg.current_context.clone());
-    let Some(name) = wanted else { return Ok(()) };
+    let Some(name) = wanted else {
+        return Ok(given_tenant);
+    };
     let Some(ctx) = cfg.contexts.iter().find(|c| c.name == name) else {
         if g.context.is_some() {
             return Err(CliError::Usage(format!("no context `{name}` in `{}`\nhint: sng config set-context {name} --server URL --token TOKEN", path().display())));
         }
-        return Ok(());
+        return Ok(given_tenant);
     };
     if !given(m, "server") {
         if let Some(s) = &ctx.server {
             g.server = s.clone();
         }
     }
-    if !given(m, "tenant") {
+    if !given_tenant {
         if let Some(t) = &ctx.tenant {
             g.tenant = t.clone();
         }
@@ -151,7 +155,15 @@ pub fn apply(g: &mut Global, m: &ArgMatches) -> Result<(), CliError> {
     if !given(m, "token") && g.token.is_none() {
         g.token = ctx.token.clone();
     }
-    Ok(())
+    Ok(given_tenant || ctx.tenant.is_some())
+}
+
+/// The tenant of a tenant token, asked of the server (`GET /api/v1/whoami`); `None` for the
+/// platform admin token, or when the server cannot tell (the command then reports its error).
+pub fn own_tenant(g: &Global) -> Option<String> {
+    let client = crate::client::Client::new(g).ok()?;
+    let who = client.get("/whoami").ok()?;
+    who["tenant"].as_str().map(str::to_string)
 }
 
 /// `sng config set-context NAME`: create or update it from the flags given on the command line.

@@ -71,6 +71,13 @@ pub struct ServerArgs {
     /// other registry or repository).
     #[arg(long, env = "SNG_SHARED_MODULES_AUTH", requires = "shared_modules")]
     pub shared_modules_auth: Option<PathBuf>,
+    /// Start the server in the background and return once it answers (its admin token written,
+    /// `/healthz` up); its log goes to DATA_DIR/server.log, its pid to DATA_DIR/server.pid.
+    #[arg(long)]
+    pub wait_ready: bool,
+    /// How long --wait-ready waits for the server (Go duration).
+    #[arg(long, default_value = "2m", value_parser = parse_duration, requires = "wait_ready")]
+    pub ready_timeout: std::time::Duration,
 }
 
 #[derive(Subcommand, Debug)]
@@ -90,6 +97,9 @@ pub enum ServerMaintenance {
 
 /// Run `sng server` with its arguments.
 pub fn run(args: ServerArgs) -> Result<(), CliError> {
+    if args.wait_ready && args.maintenance.is_none() {
+        return crate::cli::server_ready::start_in_background(&args.data_dir, args.ready_timeout);
+    }
     if let Some(ServerMaintenance::Migrate { from_sqlite }) = &args.maintenance {
         return migrate(
             from_sqlite,

@@ -6,6 +6,7 @@ use serde_json::{json, Value};
 use sng_api::Kind;
 
 use crate::cli::args::{ObjectRef, Output};
+use crate::cli::get::Format;
 use crate::cli::Global;
 use crate::client::Client;
 use crate::error::CliError;
@@ -42,15 +43,18 @@ pub fn run(g: &Global, command: TenantCommand) -> Result<(), CliError> {
             println!("{token}");
             Ok(())
         }
-        TenantCommand::List { output } => crate::cli::objects::get(
-            &client,
-            &g.tenant,
-            Kind::Tenant,
-            None,
-            output,
-            crate::cli::objects::LIST_CHUNK,
-            None,
-        ),
+        TenantCommand::List { output } => {
+            let answer = client.list("/tenants", crate::cli::get::LIST_CHUNK, &[])?;
+            let items = answer["items"].as_array().cloned().unwrap_or_default();
+            let format = match output {
+                Some(o @ (Output::Yaml | Output::Json)) => Format::Data(o),
+                other => Format::Table {
+                    wide: other == Some(Output::Wide),
+                },
+            };
+            crate::cli::get::print(Kind::Tenant, &g.tenant, false, &format, &items);
+            Ok(())
+        }
     }
 }
 
