@@ -3,6 +3,7 @@
 #![forbid(unsafe_code)]
 
 pub mod agent;
+pub mod canonical;
 pub mod conditions;
 pub mod error;
 pub mod governance;

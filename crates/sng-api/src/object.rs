@@ -242,11 +242,12 @@ impl Object {
                 o.normalize();
                 o.status = None;
             }
-            Object::Provider(_)
-            | Object::Tenant(_)
-            | Object::Policy(_)
-            | Object::Webhook(_)
-            | Object::AgentPool(_) => {}
+            Object::Provider(o) => {
+                if let Some(config) = o.spec.config.as_mut() {
+                    crate::canonical::sort_map(config);
+                }
+            }
+            Object::Tenant(_) | Object::Policy(_) | Object::Webhook(_) | Object::AgentPool(_) => {}
         }
     }
 

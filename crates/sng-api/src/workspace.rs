@@ -472,6 +472,11 @@ pub struct LockStatus {
 impl WorkspaceSpec {
     /// Fill the defaults of the reference page, as an admission step would.
     pub fn apply_defaults(&mut self) {
+        // Stored with its keys in order, at every depth: a manifest whose keys are only
+        // reordered is the same spec, with the same inputs hash (no run).
+        if let Some(vars) = self.vars.as_mut() {
+            crate::canonical::sort_map(vars);
+        }
         self.approval.get_or_insert(Approval::Auto);
         self.deletion_policy.get_or_insert(DeletionPolicy::Orphan);
         if let Some(refresh) = self.refresh.as_mut() {

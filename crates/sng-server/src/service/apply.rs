@@ -83,6 +83,37 @@ fn check_objects(who: &Principal, tenant: &str, objects: &[Object]) -> Result<()
     Ok(())
 }
 
+/// A Secret read back from a listing (`sng get secrets -o yaml`) has its values dropped and its
+/// key names in `status.keys`: applied again it would empty the stored Secret. Refused, naming
+/// the way to read values back, rather than losing them.
+fn refuse_read_back_secrets(items: &[serde_json::Value]) -> Result<(), ApiError> {
+    for doc in items.iter().filter(|d| d["kind"] == "Secret") {
+        let keys = doc
+            .pointer("/status/keys")
+            .and_then(serde_json::Value::as_array)
+            .is_some_and(|k| !k.is_empty());
+        let empty = |field: &str| {
+            doc.get(field)
+                .and_then(serde_json::Value::as_object)
+                .is_none_or(|m| m.is_empty())
+        };
+        if keys && empty("data") && empty("stringData") {
+            let name = doc
+                .pointer("/metadata/name")
+                .and_then(serde_json::Value::as_str)
+                .unwrap_or("?");
+            return Err(ApiError::invalid_field(
+                &format!("Secret {name:?}"),
+                "data",
+                "this Secret was read from a listing, which hides values (status.keys names them): \
+                 applying it would empty the stored Secret; read it by name with values \
+                 (`sng get secret NAME -o yaml`) or give `data`/`stringData`",
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// An outputs secret belongs to its workspace: only the platform writes it (409 otherwise).
 fn check_outputs_secrets(s: &Store, tenant: &str, objects: &[Object]) -> Result<(), ApiError> {
     for o in objects {
@@ -110,6 +141,7 @@ pub fn apply(
     tenant: &str,
     req: ApplyRequest,
 ) -> Result<ApplyAnswer, ApiError> {
+    refuse_read_back_secrets(&req.items)?;
     let objects = sng_api::decode_all(&req.items).map_err(|errs| ApiError::invalid(&errs))?;
     let rego = rego_errors(&objects, platform);
     if !rego.is_empty() {

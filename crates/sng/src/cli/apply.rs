@@ -119,15 +119,32 @@ pub fn read_sources(files: &[String], recursive: bool) -> Result<Vec<(String, St
     Ok(out)
 }
 
-/// `sng apply`.
-pub fn apply(g: &Global, args: &ApplyArgs) -> Result<(), CliError> {
-    let client = &Client::new(g)?;
-    let tenant = &g.tenant;
+/// Where each object of a request came from: `examples/app.yaml: document 2`, under the words
+/// the server names it with (`Workspace "app"`, `document 3`).
+type Origins = Vec<(String, String)>;
+
+/// The objects of the manifests, and where each came from.
+fn read_items(files: &[String], recursive: bool) -> Result<(Vec<Value>, Origins), CliError> {
     let mut items: Vec<Value> = Vec::new();
+    let mut origins = Vec::new();
     let mut errors = Vec::new();
-    for (name, text) in read_sources(&args.files, args.recursive)? {
+    for (name, text) in read_sources(files, recursive)? {
         match sng_api::parse_documents(&text, &name) {
-            Ok(docs) => items.extend(docs),
+            Ok(docs) => {
+                for (i, doc) in docs.into_iter().enumerate() {
+                    let origin = format!("{name}: document {}", i + 1);
+                    let label = format!(
+                        "{} {:?}",
+                        doc["kind"].as_str().unwrap_or("?"),
+                        doc.pointer("/metadata/name")
+                            .and_then(Value::as_str)
+                            .unwrap_or("?")
+                    );
+                    origins.push((format!("document {}", items.len() + 1), origin.clone()));
+                    origins.push((label, origin));
+                    items.push(doc);
+                }
+            }
             Err(e) => errors.push(e.to_string()),
         }
     }
@@ -137,10 +154,42 @@ pub fn apply(g: &Global, args: &ApplyArgs) -> Result<(), CliError> {
     if items.is_empty() {
         return Err(CliError::rejected("no objects passed to apply"));
     }
-    let answer = client.post(
-        &format!("/tenants/{tenant}/apply"),
-        &json!({"items": items, "dryRun": args.dry_run, "confirm": args.confirm}),
-    )?;
+    Ok((items, origins))
+}
+
+/// A refusal of the server with each object's file and document before its line.
+fn name_files(e: CliError, origins: &Origins) -> CliError {
+    match e {
+        CliError::Rejected(lines) => CliError::Rejected(
+            lines
+                .into_iter()
+                .map(|line| {
+                    let origin = origins.iter().find(|(label, _)| {
+                        line.strip_prefix(label.as_str())
+                            .is_some_and(|rest| rest.starts_with(':') || rest.starts_with(' '))
+                    });
+                    match origin {
+                        Some((_, origin)) => format!("{origin}: {line}"),
+                        None => line,
+                    }
+                })
+                .collect(),
+        ),
+        other => other,
+    }
+}
+
+/// `sng apply`.
+pub fn apply(g: &Global, args: &ApplyArgs) -> Result<(), CliError> {
+    let client = &Client::new(g)?;
+    let tenant = &g.tenant;
+    let (items, origins) = read_items(&args.files, args.recursive)?;
+    let answer = client
+        .post(
+            &format!("/tenants/{tenant}/apply"),
+            &json!({"items": items, "dryRun": args.dry_run, "confirm": args.confirm}),
+        )
+        .map_err(|e| name_files(e, &origins))?;
     let answer: ApplyAnswer = serde_json::from_value(answer).map_err(|e| {
         CliError::rejected(format!(
             "the server answered an apply that does not parse: {e}"

@@ -20,6 +20,7 @@ mod guarantees;
 mod integrity;
 mod interruptions;
 mod keys;
+mod kubectl;
 mod lifecycle;
 mod migrate;
 mod module_publish;
