@@ -67,6 +67,12 @@ fn the_json_log_has_one_access_line_per_request_and_never_a_token() {
         .send()
         .unwrap();
     assert_eq!(basic.status(), 401);
+    let unrouted = get(
+        &format!("{}/no-such-route/xyzzy", server.url),
+        Some(&server.token),
+        &[],
+    );
+    assert_eq!(unrouted.status(), 404);
     server.terminate();
 
     let log = std::fs::read_to_string(tmp.path().join("server.log")).unwrap();
@@ -110,6 +116,12 @@ fn the_json_log_has_one_access_line_per_request_and_never_a_token() {
     assert_eq!(bad["correlation_id"], "-");
     let bad_state = line("/state/v1/{tenant}/{workspace}", 401);
     assert_eq!(bad_state["principal"], "-");
+    let unrouted = line("-", 404);
+    assert_eq!(unrouted["tenant"], "-");
+    assert!(
+        !log.contains("xyzzy"),
+        "a path no route serves is not logged"
+    );
     assert!(
         !log.contains("limit=5"),
         "the query string is never logged:\n{log}"
