@@ -77,12 +77,12 @@ pub(crate) async fn access_log(req: Request, next: Next) -> Response {
     tracing::info!(
         target: TARGET,
         method = %method,
-        path = path.as_deref().unwrap_or("-"),
+        path = %path.as_deref().unwrap_or("-"),
         status = resp.status().as_u16(),
         duration_ms,
-        tenant = tenant.as_deref().unwrap_or("-"),
-        principal = who.0.get().map(String::as_str).unwrap_or("-"),
-        correlation_id = correlation.as_deref().unwrap_or("-"),
+        tenant = %tenant.as_deref().unwrap_or("-"),
+        principal = %who.0.get().map(String::as_str).unwrap_or("-"),
+        correlation_id = %correlation.as_deref().unwrap_or("-"),
         "request"
     );
     resp
