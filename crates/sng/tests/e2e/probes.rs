@@ -334,3 +334,64 @@ fn metrics_public_needs_no_token() {
         200
     );
 }
+
+#[test]
+fn a_run_is_logged_by_its_id_never_by_its_state_token() {
+    let fx = Fixture::new();
+    fx.push_tf(
+        "acme/probe",
+        "1.0.0",
+        "resource \"terraform_data\" \"a\" {\n  input = \"x\"\n}\noutput \"v\" {\n  value = \"x\"\n}\n",
+    );
+    let log = std::fs::File::create(fx.files.path().join("server.log")).unwrap();
+    let (engine, registry, mirror) = (engine(), registry_addr(&fx.reg), provider_mirror());
+    let mut server = Server::spawn(
+        fx.data.path(),
+        &[
+            "--engine",
+            &engine,
+            "--insecure-registry",
+            &registry,
+            "--provider-mirror",
+            &mirror,
+            "--log-format",
+            "json",
+        ],
+        &[("SNG_LOG", "info")],
+        Stdio::from(log),
+    );
+    server.apply(&workspace_manifest(
+        "web",
+        &fx.source("acme/probe"),
+        "1.0.0",
+        "",
+    ));
+    assert_ready(&server.settled_with("web", "Ready"));
+    let run = server.last_run("web")["id"].as_str().unwrap().to_string();
+    server.terminate();
+
+    let log = std::fs::read_to_string(fx.files.path().join("server.log")).unwrap();
+    assert!(!log.contains(&server.token), "the admin token in the log");
+    let state: Vec<Value> = log
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|l| {
+            l["target"] == "sng::access"
+                && l["path"]
+                    .as_str()
+                    .is_some_and(|p| p.starts_with("/state/v1/{tenant}/{workspace}"))
+        })
+        .collect();
+    assert!(
+        !state.is_empty(),
+        "no access line of the state backend:\n{log}"
+    );
+    for l in &state {
+        assert_eq!(l["principal"], format!("run/{run}"), "{l}");
+        assert_eq!(l["tenant"], "default", "{l}");
+    }
+    assert!(
+        state.iter().any(|l| l["method"] == "POST"),
+        "the state written: {state:#?}"
+    );
+}
