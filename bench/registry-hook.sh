@@ -64,7 +64,7 @@ say "posting $N envelopes, then $N replays"
 for i in $(seq 1 "$N"); do post "ev-$i"; done >"$WORK/first.txt"
 for i in $(seq 1 "$N"); do post "ev-$i"; done >"$WORK/replay.txt"
 queued() {
-  ! curl -s "$SNG_SERVER/metrics" | grep -E '^sng_registry_notifications_queued\{' | grep -vq ' 0$'
+  ! curl -s -H "Authorization: Bearer $SNG_TOKEN" "$SNG_SERVER/metrics" | grep -E '^sng_registry_notifications_queued\{' | grep -vq ' 0$'
 }
 stamp t0
 poll_until 300 "$SERVER_PID" queued || die "the queue was not worked"

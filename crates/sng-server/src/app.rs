@@ -14,6 +14,8 @@ pub struct AppState {
     pub store: Arc<Store>,
     /// The run machinery (absent when no engine is available, and in API tests).
     pub platform: Option<Arc<crate::platform::Platform>>,
+    /// `GET /metrics` answers without a token (`--metrics-public`).
+    pub metrics_public: bool,
 }
 
 /// Run a store call off the async threads.

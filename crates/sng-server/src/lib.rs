@@ -68,6 +68,8 @@ pub struct Config {
     /// docker config read for it (`--shared-modules-auth`): read-only credentials used for
     /// module sources under that prefix when a workspace names no `pullSecretRef`.
     pub shared_modules: Option<(String, PathBuf)>,
+    /// `GET /metrics` without a token (`--metrics-public`).
+    pub metrics_public: bool,
 }
 
 impl Config {
@@ -320,6 +322,7 @@ pub async fn run(mut config: Config) -> Result<(), ServerError> {
     let app = router(AppState {
         store,
         platform: platform.clone(),
+        metrics_public: config.metrics_public,
     });
     let descriptors = serve::raise_descriptor_limit();
     let limits = serve::Limits::from_env().fit_descriptors(descriptors);

@@ -106,6 +106,36 @@ pub(crate) fn migrate_pg(client: &mut postgres::Client) -> Result<Vec<&'static s
     Ok(applied)
 }
 
+impl crate::Store {
+    /// The migrations of this version not yet applied to the store's schema: 0 when it is up
+    /// to date. One trivial query: an error when the database does not answer (readiness).
+    pub fn pending_migrations(&self) -> Result<usize> {
+        let conn = self.conn()?;
+        Ok(match conn.dialect() {
+            crate::db::Dialect::Sqlite => {
+                let version: i64 = conn.query_row(
+                    "SELECT user_version FROM pragma_user_version",
+                    params![],
+                    |r| r.get(0),
+                )?;
+                MIGRATIONS
+                    .len()
+                    .saturating_sub(usize::try_from(version).unwrap_or(0))
+            }
+            crate::db::Dialect::Postgres => {
+                let done: Vec<String> =
+                    conn.query_map("SELECT name FROM schema_migrations", params![], |r| {
+                        r.get(0)
+                    })?;
+                PG_MIGRATIONS
+                    .iter()
+                    .filter(|(name, _)| !done.iter().any(|d| d == name))
+                    .count()
+            }
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -138,6 +168,20 @@ mod tests {
             migrate_pg(&mut c).unwrap().is_empty(),
             "nothing left to apply"
         );
+    }
+
+    /// Readiness: an open store is migrated; a schema behind this version is not.
+    #[test]
+    fn a_migrated_store_has_no_pending_migration_and_an_older_one_has() {
+        let store = crate::Store::open_in_memory().unwrap();
+        assert_eq!(store.pending_migrations().unwrap(), 0);
+        if let crate::Backend::Sqlite(c) = &store.db {
+            c.lock()
+                .unwrap()
+                .pragma_update(None, "user_version", 3)
+                .unwrap();
+        }
+        assert_eq!(store.pending_migrations().unwrap(), MIGRATIONS.len() - 3);
     }
 
     /// The SQLite files are the released migrations, in order: a database migrates as before.

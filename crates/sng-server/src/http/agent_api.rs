@@ -45,11 +45,14 @@ impl FromRequestParts<AppState> for PoolToken {
                 token_id,
                 tenant,
                 pool,
-            } => Ok(PoolToken {
-                tenant,
-                pool,
-                token_id,
-            }),
+            } => {
+                super::access::Identified::of(parts).set(token_id.clone());
+                Ok(PoolToken {
+                    tenant,
+                    pool,
+                    token_id,
+                })
+            }
             AgentTokenCheck::Revoked(at) => Err(ApiError::forbidden(format!(
                 "this agent pool token was revoked at {at}"
             ))),

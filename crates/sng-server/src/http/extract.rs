@@ -37,7 +37,10 @@ impl FromRequestParts<AppState> for Caller {
         let token = bearer(parts)?;
         let value = token.clone();
         match blocking(state, move |s| s.check_token(&value)).await? {
-            TokenCheck::Valid(p) => Ok(Caller(p)),
+            TokenCheck::Valid(p) => {
+                super::access::Identified::of(parts).set(p.token_id.clone());
+                Ok(Caller(p))
+            }
             TokenCheck::Unknown => {
                 // An agent pool token reads nothing of the API.
                 match blocking(state, move |s| s.agent_token_check(&token)).await? {

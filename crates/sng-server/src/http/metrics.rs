@@ -1,8 +1,12 @@
-//! The platform's counters: `GET /metrics` (Prometheus text, no authentication) and
-//! `GET /api/v1/stats` (platform admin).
+//! The platform's counters: `GET /metrics` (Prometheus text) and `GET /api/v1/stats` (platform
+//! admin). `/metrics` needs an API token, whatever its role: the platform admin token reads
+//! every series; a tenant's token reads the series of its own tenant and those of no tenant
+//! (platform-wide counters, the process): a series labelled with another tenant is left out, as
+//! another tenant answers 404 elsewhere. With `--metrics-public` it needs none (and shows all).
 
-use axum::extract::State;
+use axum::extract::{FromRequestParts as _, State};
 use axum::http::header;
+use axum::http::request::Parts;
 use axum::response::IntoResponse;
 use axum::Json;
 use serde_json::{json, Value};
@@ -187,20 +191,43 @@ fn agent_metrics(p: &crate::platform::Platform, out: &mut String) {
     );
 }
 
-/// `GET /metrics`: Prometheus text format, no authentication.
-pub(crate) async fn metrics(State(st): State<AppState>) -> impl IntoResponse {
-    let extra = platform_metrics(&st);
+/// `GET /metrics`: Prometheus text format; a token unless `--metrics-public`.
+pub(crate) async fn metrics(
+    State(st): State<AppState>,
+    mut parts: Parts,
+) -> Result<impl IntoResponse, ApiError> {
+    let tenant = if st.metrics_public {
+        None
+    } else {
+        Caller::from_request_parts(&mut parts, &st).await?.0.tenant
+    };
+    let mut extra = platform_metrics(&st);
+    super::process::write(&mut extra);
     let store = st.store.clone();
     let page = tokio::task::spawn_blocking(move || crate::events::render_metrics(&store, &extra))
         .await
         .unwrap_or_else(|_| "# metrics unavailable\n".into());
-    (
+    let page = match tenant {
+        Some(t) => only_tenant(&page, &t),
+        None => page,
+    };
+    Ok((
         [(
             header::CONTENT_TYPE,
             "text/plain; version=0.0.4; charset=utf-8",
         )],
         page,
-    )
+    ))
+}
+
+/// The exposition without the samples labelled with a tenant other than `tenant` (pure).
+/// Tenant names need no escaping (lowercase letters, digits, dashes).
+pub(crate) fn only_tenant(page: &str, tenant: &str) -> String {
+    let own = format!("tenant=\"{tenant}\"");
+    page.lines()
+        .filter(|l| l.starts_with('#') || !l.contains("tenant=\"") || l.contains(&own))
+        .flat_map(|l| [l, "\n"])
+        .collect()
 }
 
 /// Counters of the reconciler (platform admin).
@@ -223,4 +250,16 @@ pub(crate) async fn stats(
             json!({"reconcilePasses": 0, "runsStarted": 0, "initsReused": 0, "runsActive": 0, "engine": "unavailable"})
         }
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_tenant_reads_its_series_and_those_of_no_tenant() {
+        let page = "# HELP a x\n# TYPE a gauge\na 1\nb{tenant=\"acme\",pool=\"\"} 2\nb{tenant=\"acme-2\",pool=\"\"} 3\nc{tenant=\"other\"} 4\n";
+        assert_eq!(
+            super::only_tenant(page, "acme"),
+            "# HELP a x\n# TYPE a gauge\na 1\nb{tenant=\"acme\",pool=\"\"} 2\n"
+        );
+    }
 }

@@ -6,6 +6,7 @@
 //! secret values), `operator` also changes things, `admin` also manages the tenant's settings
 //! and tokens.
 
+mod access;
 mod agent_api;
 mod agents;
 mod audit;
@@ -14,6 +15,8 @@ mod extract;
 mod metrics;
 mod objects;
 mod page;
+mod probes;
+mod process;
 mod quarantine;
 pub mod registry_hook;
 mod runs;
@@ -31,11 +34,19 @@ use crate::error::ApiError;
 
 pub use state::MAX_STATE_BYTES;
 
-/// The whole API.
+/// The whole API, inside the access log ([`access`]): keep it the last (outermost) layer, so
+/// that it logs the status and the headers every other layer set.
 pub fn router(state: AppState) -> Router {
+    routes(state).layer(axum::middleware::from_fn(access::access_log))
+}
+
+fn routes(state: AppState) -> Router {
     let ws = "/api/v1/tenants/{tenant}/workspaces/{name}";
     Router::new()
         .route("/healthz", get(|| async { "ok" }))
+        .route("/livez", get(probes::livez))
+        .route("/readyz", get(probes::readyz))
+        .route("/version", get(probes::version))
         .route("/metrics", get(metrics::metrics))
         .route("/api/v1/stats", get(metrics::stats))
         .route("/api/v1/whoami", get(tokens::whoami))

@@ -17,6 +17,8 @@ use sng_store::{LockOutcome, Role, RunToken, TokenCheck, WriteOutcome};
 use crate::app::{blocking, AppState};
 use crate::error::ApiError;
 
+use super::access::Identified;
+
 /// The largest state body (or LockInfo) the backend reads: 256 MiB. A real workspace's state
 /// is far below it (tests store 50 MiB through the engine); beyond it, 413 naming the limit.
 pub const MAX_STATE_BYTES: usize = 256 << 20;
@@ -26,6 +28,7 @@ pub const MAX_STATE_BYTES: usize = 256 << 20;
 /// token of the tenant with a role weaker than `operator` → 403.
 async fn run_of(
     st: &AppState,
+    who: &Identified,
     headers: &HeaderMap,
     tenant: &str,
     ws: &str,
@@ -75,6 +78,10 @@ async fn run_of(
         }
         (None, refused) => return Err(ApiError::token_refused(&refused)),
     };
+    who.set(match found.run_id.strip_prefix("user:") {
+        Some(token_id) => token_id.to_string(),
+        None => format!("run/{}", found.run_id),
+    });
     if found.tenant != tenant || found.workspace != ws {
         return Err(ApiError::not_found(format!(
             "state of `{tenant}/{ws}` not found"
@@ -125,11 +132,12 @@ pub(crate) async fn state(
     State(st): State<AppState>,
     method: Method,
     headers: HeaderMap,
+    who: Identified,
     Path((tenant, ws)): Path<(String, String)>,
     Query(q): Query<WriteQuery>,
     body: Body,
 ) -> Result<Response, ApiError> {
-    let run = run_of(&st, &headers, &tenant, &ws).await?;
+    let run = run_of(&st, &who, &headers, &tenant, &ws).await?;
     if run.run_id.starts_with("spec-") && method.as_str() != "GET" {
         return Err(ApiError::forbidden(
             "a speculative plan reads the state; it never writes it",
@@ -196,10 +204,11 @@ pub(crate) async fn lock(
     State(st): State<AppState>,
     method: Method,
     headers: HeaderMap,
+    who: Identified,
     Path((tenant, ws)): Path<(String, String)>,
     body: Body,
 ) -> Result<Response, ApiError> {
-    let run = run_of(&st, &headers, &tenant, &ws).await?;
+    let run = run_of(&st, &who, &headers, &tenant, &ws).await?;
     if run.run_id.starts_with("spec-") {
         return Err(ApiError::forbidden(
             "a speculative plan never takes the state lock",

@@ -17,6 +17,7 @@ pub fn app_state(store: Store) -> AppState {
     AppState {
         store: Arc::new(store),
         platform: None,
+        metrics_public: false,
     }
 }
 

@@ -71,6 +71,14 @@ pub struct ServerArgs {
     /// other registry or repository).
     #[arg(long, env = "SNG_SHARED_MODULES_AUTH", requires = "shared_modules")]
     pub shared_modules_auth: Option<PathBuf>,
+    /// Format of the server's log on stderr: `text` (for people) or `json` (one object a line,
+    /// for log collectors). Colours only on a terminal, never with `NO_COLOR` set.
+    #[arg(long, env = "SNG_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
+    pub log_format: LogFormat,
+    /// Serve `GET /metrics` without a token (e.g. behind a network boundary only Prometheus
+    /// reaches); by default it needs a token.
+    #[arg(long, env = "SNG_METRICS_PUBLIC", value_parser = clap::builder::BoolishValueParser::new())]
+    pub metrics_public: bool,
     /// Start the server in the background and return once it answers (its admin token written,
     /// `/healthz` up); its log goes to DATA_DIR/server.log, its pid to DATA_DIR/server.pid.
     #[arg(long)]
@@ -78,6 +86,15 @@ pub struct ServerArgs {
     /// How long --wait-ready waits for the server (Go duration).
     #[arg(long, default_value = "2m", value_parser = parse_duration, requires = "wait_ready")]
     pub ready_timeout: std::time::Duration,
+}
+
+/// `--log-format`.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LogFormat {
+    /// Human-readable lines.
+    Text,
+    /// One JSON object per line (tracing-subscriber's JSON format, fields at the top level).
+    Json,
 }
 
 #[derive(Subcommand, Debug)]
@@ -121,14 +138,7 @@ pub fn run(args: ServerArgs) -> Result<(), CliError> {
         );
         return Ok(());
     }
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("SNG_LOG")
-                .unwrap_or_else(|_| "info".into()),
-        )
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .init();
+    init_logging(args.log_format);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -149,10 +159,40 @@ pub fn run(args: ServerArgs) -> Result<(), CliError> {
         lease: args.lease,
         tag_poll_interval: args.tag_poll_interval,
         shared_modules: args.shared_modules.zip(args.shared_modules_auth),
+        metrics_public: args.metrics_public,
     };
     runtime
         .block_on(sng_server::run(config))
         .map_err(|e| CliError::rejected(sng_server::error_chain(&e)))
+}
+
+/// The server's log on stderr: filtered by `SNG_LOG` (default `info`), as text or JSON.
+fn init_logging(format: LogFormat) {
+    let filter =
+        tracing_subscriber::EnvFilter::try_from_env("SNG_LOG").unwrap_or_else(|_| "info".into());
+    let ansi = colours(
+        std::io::IsTerminal::is_terminal(&std::io::stderr()),
+        std::env::var_os("NO_COLOR").as_deref(),
+    );
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(ansi);
+    match format {
+        LogFormat::Text => builder.init(),
+        LogFormat::Json => builder
+            .json()
+            .flatten_event(true)
+            .with_current_span(false)
+            .with_span_list(false)
+            .init(),
+    }
+}
+
+/// Whether the log is coloured: on a terminal, unless `NO_COLOR` is set to anything but the
+/// empty string (<https://no-color.org>).
+fn colours(terminal: bool, no_color: Option<&std::ffi::OsStr>) -> bool {
+    terminal && no_color.is_none_or(|v| v.is_empty())
 }
 
 /// `sng server migrate --from-sqlite DATA_DIR --database URL`: copy, then say what it copied and
@@ -187,4 +227,27 @@ fn migrate(
         key = done.master_key_file.display(),
     );
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::colours;
+    use std::ffi::OsStr;
+
+    #[test]
+    fn colours_only_on_a_terminal_without_no_color() {
+        for (terminal, no_color, want) in [
+            (true, None, true),
+            (true, Some(""), true),
+            (true, Some("1"), false),
+            (false, None, false),
+            (false, Some("1"), false),
+        ] {
+            assert_eq!(
+                colours(terminal, no_color.map(OsStr::new)),
+                want,
+                "{terminal} {no_color:?}"
+            );
+        }
+    }
 }

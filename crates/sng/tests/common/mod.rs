@@ -226,6 +226,17 @@ impl Server {
         ok(self.sng(&["apply", "-f", &file]))
     }
 
+    /// `GET /metrics` with the admin token, which must succeed: the exposition.
+    pub fn metrics(&self) -> String {
+        let resp = reqwest::blocking::Client::new()
+            .get(format!("{}/metrics", self.url))
+            .bearer_auth(&self.token)
+            .send()
+            .unwrap();
+        assert!(resp.status().is_success(), "/metrics: {}", resp.status());
+        resp.text().unwrap()
+    }
+
     /// `sng tenant create NAME`: the tenant's admin token (the last line).
     pub fn tenant_token(&self, name: &str) -> String {
         last_line(&ok(self.sng(&["tenant", "create", name])))

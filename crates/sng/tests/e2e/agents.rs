@@ -86,10 +86,7 @@ fn a_workspace_of_a_pool_runs_on_its_agent_and_the_others_on_the_server() {
     );
     let table = ok(server.sng(&["agent", "list"]));
     assert!(table.contains("gra-1") && table.contains("gra"), "{table}");
-    let metrics = reqwest::blocking::get(format!("{}/metrics", server.url))
-        .unwrap()
-        .text()
-        .unwrap();
+    let metrics = server.metrics();
     assert!(
         metrics.contains(r#"sng_agents{tenant="default",pool="gra",status="Unknown"} 0"#),
         "every status of the pool, zeros included: {metrics}"

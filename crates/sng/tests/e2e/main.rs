@@ -28,6 +28,7 @@ mod module_tags;
 mod operate;
 mod pagination;
 mod plan_actions;
+mod probes;
 mod production;
 mod quarantine;
 mod quickstart;

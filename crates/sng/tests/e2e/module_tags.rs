@@ -36,10 +36,7 @@ fn caused_by(run: &Value) -> String {
 
 /// (`sng_module_tag_polls_total`, `sng_module_tag_checks_total`) of the server's metrics.
 fn counters(server: &Server) -> (u64, u64) {
-    let m = reqwest::blocking::get(format!("{}/metrics", server.url))
-        .unwrap()
-        .text()
-        .unwrap();
+    let m = server.metrics();
     let get = |name: &str| -> u64 {
         m.lines()
             .find_map(|l| l.strip_prefix(&format!("{name} ")))
@@ -319,10 +316,7 @@ fn a_registry_notification_runs_the_followers_at_once_and_a_replay_does_nothing(
         "{again}"
     );
     wait_for("the queue is worked", Duration::from_secs(30), || {
-        let m = reqwest::blocking::get(format!("{url}/metrics"))
-            .unwrap()
-            .text()
-            .unwrap();
+        let m = server.metrics();
         (!m.lines()
             .any(|l| l.starts_with("sng_registry_notifications_queued{") && !l.ends_with(" 0")))
         .then_some(())

@@ -201,10 +201,7 @@ fn workspaces_of_one_module_share_init_but_never_state() {
     let log = server.logs(server.last_run("pet-b")["id"].as_str().unwrap());
     assert!(log.contains("reusing the initialised directory"), "{log}");
     assert_eq!(server.api("/stats")["initsReused"], 1);
-    let metrics = reqwest::blocking::get(format!("{}/metrics", server.url))
-        .unwrap()
-        .text()
-        .unwrap();
+    let metrics = server.metrics();
     assert!(
         metrics.contains("\nsng_run_inits_reused_total 1\n"),
         "{metrics}"

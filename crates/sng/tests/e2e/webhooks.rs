@@ -67,7 +67,11 @@ fn inject(server: &Server, event_type: &str, workspace: &str, correlation: &str)
 }
 
 fn metrics(server: &Server) -> String {
-    let resp = reqwest::blocking::get(format!("{}/metrics", server.url)).unwrap();
+    let resp = reqwest::blocking::Client::new()
+        .get(format!("{}/metrics", server.url))
+        .bearer_auth(&server.token)
+        .send()
+        .unwrap();
     assert!(resp.status().is_success());
     let ct = resp.headers()["content-type"].to_str().unwrap().to_string();
     assert!(ct.starts_with("text/plain; version=0.0.4"), "{ct}");
