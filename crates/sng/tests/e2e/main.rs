@@ -40,3 +40,4 @@ mod state_guard;
 mod tenant_isolation;
 mod tenant_roles;
 mod webhooks;
+mod webhooks_standard;
