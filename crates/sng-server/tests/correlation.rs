@@ -1,0 +1,99 @@
+//! The correlation id of requests through the router: every answer carries `X-Correlation-Id`
+//! (errors and unknown paths too): the trace id of a valid W3C `traceparent`, else the
+//! caller's own sane id, else a new one.
+
+mod common;
+
+use axum::body::Body;
+use axum::http::{Request, Response, StatusCode};
+use common::*;
+use tower::ServiceExt as _;
+
+const TRACE: &str = "0af7651916cd43dd8448eb211c80319c";
+const TRACEPARENT: &str = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
+
+async fn answer(api: &Api, method: &str, path: &str, headers: &[(&str, &str)]) -> Response<Body> {
+    let mut req = Request::builder()
+        .method(method)
+        .uri(path)
+        .header("authorization", format!("Bearer {}", api.admin));
+    for (k, v) in headers {
+        req = req.header(*k, *v);
+    }
+    let body = if method == "POST" {
+        req = req.header("content-type", "application/json");
+        Body::from(r#"{"items": []}"#)
+    } else {
+        Body::empty()
+    };
+    sng_server::router(api.state.clone())
+        .oneshot(req.body(body).unwrap())
+        .await
+        .unwrap()
+}
+
+fn correlation(resp: &Response<Body>) -> String {
+    resp.headers()
+        .get("x-correlation-id")
+        .expect("every answer has X-Correlation-Id")
+        .to_str()
+        .unwrap()
+        .to_string()
+}
+
+#[tokio::test]
+async fn every_answer_carries_the_correlation_id() {
+    let api = Api::new();
+    let cases = [
+        ("GET", "/healthz", StatusCode::OK),
+        ("GET", "/api/v1/tenants/default/workspaces", StatusCode::OK),
+        ("GET", "/no/such/path", StatusCode::NOT_FOUND),
+        (
+            "GET",
+            "/api/v1/tenants/nope/workspaces/x",
+            StatusCode::NOT_FOUND,
+        ),
+        (
+            "DELETE",
+            "/api/v1/tenants/default/apply",
+            StatusCode::METHOD_NOT_ALLOWED,
+        ),
+        ("POST", "/api/v1/tenants/default/apply", StatusCode::OK),
+    ];
+    for (method, path, status) in cases {
+        // With a traceparent: its trace id.
+        let resp = answer(&api, method, path, &[("traceparent", TRACEPARENT)]).await;
+        assert_eq!(resp.status(), status, "{method} {path}");
+        assert_eq!(correlation(&resp), TRACE, "{method} {path}");
+        // With none: a new one each time.
+        let (a, b) = (
+            answer(&api, method, path, &[]).await,
+            answer(&api, method, path, &[]).await,
+        );
+        assert!(correlation(&a).starts_with("corr-"), "{method} {path}");
+        assert_ne!(correlation(&a), correlation(&b));
+    }
+    // Refused before any handler (no token): the header still.
+    let resp = sng_server::router(api.state.clone())
+        .oneshot(
+            Request::builder()
+                .uri("/api/v1/tenants/default/workspaces")
+                .header("x-correlation-id", "ci-42")
+                .body(Body::empty())
+                .unwrap(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), StatusCode::UNAUTHORIZED);
+    assert_eq!(correlation(&resp), "ci-42");
+    // An invalid traceparent gives way to the caller's id; an insane id to a new one.
+    let path = "/healthz";
+    let bad = [(
+        "traceparent",
+        "00-0AF7651916CD43DD8448EB211C80319C-b7ad6b7169203331-01",
+    )];
+    let resp = answer(&api, "GET", path, &[bad[0], ("x-correlation-id", "mine.1")]).await;
+    assert_eq!(correlation(&resp), "mine.1");
+    let resp = answer(&api, "GET", path, &[("x-correlation-id", "has space")]).await;
+    assert!(correlation(&resp).starts_with("corr-"));
+}
