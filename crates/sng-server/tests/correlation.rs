@@ -97,3 +97,58 @@ async fn every_answer_carries_the_correlation_id() {
     let resp = answer(&api, "GET", path, &[("x-correlation-id", "has space")]).await;
     assert!(correlation(&resp).starts_with("corr-"));
 }
+
+/// A workspace applied with a `traceparent`: its audit entry and its event carry the trace id,
+/// and so does the run enqueued next for it; a second run with no new request does not.
+#[tokio::test]
+async fn the_run_a_request_asks_for_takes_its_correlation_id() {
+    use sng_api::run::{Operation, Trigger};
+    let api = Api::new();
+    let ws = serde_json::json!({"apiVersion": "tofu.stackngo.io/v1alpha1", "kind": "Workspace",
+        "metadata": {"name": "pet"}, "spec": {"module": {"source": "oci://r.example/acme/pet", "tag": "1"}}});
+    let mut req = Request::builder()
+        .method("POST")
+        .uri("/api/v1/tenants/default/apply")
+        .header("authorization", format!("Bearer {}", api.admin))
+        .header("content-type", "application/json")
+        .header("traceparent", TRACEPARENT);
+    req = req.header("x-correlation-id", "ignored-for-the-trace");
+    let body = Body::from(serde_json::json!({ "items": [ws] }).to_string());
+    let resp = sng_server::router(api.state.clone())
+        .oneshot(req.body(body).unwrap())
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), StatusCode::OK);
+    assert_eq!(correlation(&resp), TRACE);
+    let store = api.state.store.clone();
+    let (audit, _) = store.audit_page("default", Some("pet"), 10, None).unwrap();
+    assert_eq!(audit[0].correlation_id.as_deref(), Some(TRACE));
+    let events = store.events("default", Some("pet"), 10).unwrap();
+    assert_eq!(events[0].event_type, "workspace.applied");
+    assert_eq!(events[0].correlation_id, TRACE);
+
+    let Some(sng_api::Object::Workspace(w)) = store
+        .get(sng_api::Kind::Workspace, "default", "pet")
+        .unwrap()
+    else {
+        panic!("the workspace")
+    };
+    let enqueue = |trigger| {
+        let job =
+            sng_server::platform::agent::enqueue(&store, "default", &w, Operation::Apply, trigger)
+                .unwrap()
+                .expect("a job");
+        assert_eq!(job.spec["operation"], "apply", "the spec as given");
+        assert!(job.spec.get("auditSeq").is_none());
+        let run = store.run_get("default", &job.id).unwrap().unwrap();
+        let claim = store.job_claim("a", None, 0, 60_000).unwrap().unwrap();
+        store
+            .job_finish(&claim.job.id, claim.job.epoch, &run)
+            .unwrap();
+        run.correlation_id
+    };
+    assert_eq!(enqueue(Trigger::InputsChanged), TRACE);
+    // No request since: a run of its own.
+    let retry = enqueue(Trigger::Retry);
+    assert!(retry.starts_with("corr-"), "{retry}");
+}

@@ -37,7 +37,14 @@ impl FromRequestParts<AppState> for Caller {
         let token = bearer(parts)?;
         let value = token.clone();
         match blocking(state, move |s| s.check_token(&value)).await? {
-            TokenCheck::Valid(p) => Ok(Caller(p)),
+            TokenCheck::Valid(mut p) => {
+                // The request's correlation id goes with its writes (and the runs they ask for).
+                p.correlation_id = parts
+                    .extensions
+                    .get::<super::CorrelationId>()
+                    .map(|c| c.0.clone());
+                Ok(Caller(p))
+            }
             TokenCheck::Unknown => {
                 // An agent pool token reads nothing of the API.
                 match blocking(state, move |s| s.agent_token_check(&token)).await? {
