@@ -168,3 +168,116 @@ fn the_official_sdks_verify_deliveries_and_parse_cloudevents() {
     assert!(!o.status.success());
     assert!(err(&o).contains("spec.format"), "{}", err(&o));
 }
+
+/// A call with a W3C `traceparent` of trace `trace`: (status, X-Correlation-Id, body).
+fn traced(server: &Server, path: &str, trace: &str, body: Value) -> (u16, String, Value) {
+    let resp = reqwest::blocking::Client::new()
+        .post(format!("{}{path}", server.url))
+        .bearer_auth(&server.token)
+        .header("traceparent", format!("00-{trace}-00f067aa0ba902b7-01"))
+        .json(&body)
+        .send()
+        .unwrap();
+    let code = resp.status().as_u16();
+    let id = resp.headers()["x-correlation-id"]
+        .to_str()
+        .unwrap()
+        .to_string();
+    (code, id, resp.json().unwrap_or(Value::Null))
+}
+
+/// The events of a run, as listed by the API.
+fn events_of_run(server: &Server, run: &str) -> Vec<Value> {
+    server.api(&format!("/tenants/default/events?run={run}"))["items"]
+        .as_array()
+        .unwrap()
+        .clone()
+}
+
+#[test]
+fn a_run_asked_for_with_a_traceparent_is_correlated_by_its_trace_id() {
+    const APPLY: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
+    const CHANGE: &str = "5ce0a2c9d3f84b1e9a7d6c5b4a392817";
+    const APPROVE: &str = "6d1f3b0ae4a95c2f0b8e7d6c5b4a3928";
+    let fx = Fixture::new();
+    fx.push_example("pet", "acme/pet", "1.0.0");
+    let server = fx.server(&[]);
+    let receiver = Receiver::start(Behaviour::default());
+    server.apply(&format!(
+        "apiVersion: v1\nkind: Secret\nmetadata:\n  name: hook-keys\nstringData:\n  raw: {RAW_KEY}\n  whsec: {WHSEC_KEY}\n{}",
+        webhook("ce", &receiver.url, "raw", Some("cloudevents"))
+    ));
+    let pet = |prefix: &str, approval: &str| {
+        json!({"items": [{"apiVersion": "tofu.stackngo.io/v1alpha1", "kind": "Workspace",
+            "metadata": {"name": "pet"},
+            "spec": {"module": {"source": fx.source("acme/pet"), "tag": "1.0.0"},
+                     "approval": approval, "vars": {"prefix": prefix, "length": 2}}}]})
+    };
+    let apply = "/api/v1/tenants/default/apply";
+
+    // An apply: the run it asks for has the trace id, and so do all of its events.
+    let (code, id, body) = traced(&server, apply, APPLY, pet("one", "auto"));
+    assert_eq!((code, id.as_str()), (200, APPLY), "{body}");
+    server.settled_at("pet", 1);
+    let run = server.last_run("pet");
+    assert_eq!(run["correlationId"], APPLY, "{run}");
+    let run_id = run["id"].as_str().unwrap();
+    let events = events_of_run(&server, run_id);
+    let types: Vec<&str> = events
+        .iter()
+        .map(|e| e["eventType"].as_str().unwrap())
+        .collect();
+    assert!(types.contains(&"run.completed"), "{types:?}");
+    for e in &events {
+        assert_eq!(e["correlationId"], APPLY, "{e}");
+    }
+    // The apply's own event too; and the webhook's CloudEvent names it.
+    let listed = server.api("/tenants/default/events?type=workspace.applied");
+    assert_eq!(listed["items"][0]["correlationId"], APPLY, "{listed}");
+    let completed = wait_for("run.completed delivered", Duration::from_secs(30), || {
+        receiver.delivered().into_iter().find(|h| {
+            h.json()["type"] == "io.stackngo.sng.run.completed"
+                && h.json()["subject"] == format!("runs/{run_id}")
+        })
+    });
+    assert_eq!(completed.json()["correlationid"], APPLY);
+
+    // A change that waits for approval, then the approval: each run has its request's trace.
+    let (code, id, body) = traced(&server, apply, CHANGE, pet("two", "manual"));
+    assert_eq!((code, id.as_str()), (200, CHANGE), "{body}");
+    let ws = server.until("pet", "plan 2 awaits approval", |w| {
+        condition(w, "AwaitingApproval").0 == "True" && w["status"].get("activeJob").is_none()
+    });
+    let plan = ws["status"]["lastPlan"]["id"].as_str().unwrap().to_string();
+    let planned = server.last_run("pet");
+    assert_eq!(planned["correlationId"], CHANGE, "{planned}");
+    let approve = "/api/v1/tenants/default/workspaces/pet/approve";
+    let (code, id, body) = traced(&server, approve, APPROVE, json!({"planId": plan}));
+    assert_eq!((code, id.as_str()), (200, APPROVE), "{body}");
+    let run = wait_for("the approved apply", Duration::from_secs(180), || {
+        let r = server.last_run("pet");
+        (r["id"] != planned["id"] && r["phase"] == "Succeeded").then_some(r)
+    });
+    assert_eq!(run["correlationId"], APPROVE, "{run}");
+
+    // Every answer carries an id: a GET, a 404, a 401.
+    for (path, token) in [
+        (
+            "/api/v1/tenants/default/workspaces/pet",
+            server.token.as_str(),
+        ),
+        ("/api/v1/nothing/here", server.token.as_str()),
+        ("/api/v1/tenants/default/workspaces", "not-a-token"),
+    ] {
+        let resp = reqwest::blocking::Client::new()
+            .get(format!("{}{path}", server.url))
+            .bearer_auth(token)
+            .send()
+            .unwrap();
+        let id = resp.headers().get("x-correlation-id");
+        assert!(
+            id.is_some_and(|v| v.to_str().unwrap().starts_with("corr-")),
+            "{path}"
+        );
+    }
+}
