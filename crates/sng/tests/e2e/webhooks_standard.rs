@@ -101,12 +101,18 @@ fn the_official_sdks_verify_deliveries_and_parse_cloudevents() {
         Receiver::start(Behaviour::default()),
         Receiver::start(Behaviour::default()),
     );
+    // Fails once: the retry has the same `webhook-id`, and is signed for its own timestamp.
+    let flaky = Receiver::start(Behaviour {
+        fail_next: 1,
+        ..Behaviour::default()
+    });
     let mut text = format!(
         "apiVersion: v1\nkind: Secret\nmetadata:\n  name: hook-keys\nstringData:\n  raw: {RAW_KEY}\n  whsec: {WHSEC_KEY}\n"
     );
     text.push_str(&webhook("raw", &raw.url, "raw", None));
     text.push_str(&webhook("whsec", &whsec.url, "whsec", Some("sng")));
     text.push_str(&webhook("ce", &ce.url, "raw", Some("cloudevents")));
+    text.push_str(&webhook("flaky", &flaky.url, "whsec", None));
     server.apply_file(files.path(), "hooks.yaml", &text);
 
     let event = json!({"eventType": "run.completed", "workspace": "pet", "correlationId": "corr-S",
@@ -115,9 +121,19 @@ fn the_official_sdks_verify_deliveries_and_parse_cloudevents() {
     let (code, sent) = server.call("POST", &server.token, path, Some(event));
     assert_eq!(code, 201, "{sent}");
     wait_for("3 deliveries", Duration::from_secs(30), || {
-        let n = [&raw, &whsec, &ce].map(|r| r.delivered().len());
-        (n == [1, 1, 1]).then_some(())
+        let n = [&raw, &whsec, &ce, &flaky].map(|r| r.delivered().len());
+        (n == [1, 1, 1, 1]).then_some(())
     });
+    let tries = flaky.hits();
+    assert_eq!(tries.len(), 2);
+    assert_eq!(
+        tries[0].headers["webhook-id"],
+        tries[1].headers["webhook-id"]
+    );
+    for hit in &tries {
+        let verdict = judge(files.path(), WHSEC_KEY, hit);
+        assert_eq!(verdict["verify"], "ok", "{verdict}");
+    }
     let raw_secret = format!(
         "whsec_{}",
         base64::engine::general_purpose::STANDARD.encode(RAW_KEY)
