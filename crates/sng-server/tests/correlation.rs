@@ -152,3 +152,26 @@ async fn the_run_a_request_asks_for_takes_its_correlation_id() {
     let retry = enqueue(Trigger::Retry);
     assert!(retry.starts_with("corr-"), "{retry}");
 }
+
+/// An event injected with no `correlationId` takes the request's.
+#[tokio::test]
+async fn an_injected_event_without_an_id_takes_the_requests() {
+    let api = Api::new();
+    let req = Request::builder()
+        .method("POST")
+        .uri("/api/v1/tenants/default/events")
+        .header("authorization", format!("Bearer {}", api.admin))
+        .header("content-type", "application/json")
+        .header("traceparent", TRACEPARENT)
+        .body(Body::from(
+            r#"{"eventType": "run.created", "workspace": "pet"}"#,
+        ))
+        .unwrap();
+    let resp = sng_server::router(api.state.clone())
+        .oneshot(req)
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), StatusCode::CREATED);
+    let events = api.state.store.events("default", Some("pet"), 1).unwrap();
+    assert_eq!(events[0].correlation_id, TRACE);
+}
