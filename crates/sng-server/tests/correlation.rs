@@ -105,7 +105,7 @@ async fn the_run_a_request_asks_for_takes_its_correlation_id() {
     use sng_api::run::{Operation, Trigger};
     let api = Api::new();
     let ws = serde_json::json!({"apiVersion": "tofu.stackngo.io/v1alpha1", "kind": "Workspace",
-        "metadata": {"name": "pet"}, "spec": {"module": {"source": "oci://r.example/acme/pet", "tag": "1"}}});
+        "metadata": {"name": "pet"}, "spec": {"module": {"source": "oci://r.example/acme/pet", "tag": "1"}, "refresh": {"interval": "1h"}}});
     let mut req = Request::builder()
         .method("POST")
         .uri("/api/v1/tenants/default/apply")
@@ -151,6 +151,21 @@ async fn the_run_a_request_asks_for_takes_its_correlation_id() {
     // No request since: a run of its own.
     let retry = enqueue(Trigger::Retry);
     assert!(retry.starts_with("corr-"), "{retry}");
+    // A refresh asked for with its own id: the next run takes it.
+    let resp = sng_server::router(api.state.clone())
+        .oneshot(
+            Request::builder()
+                .method("POST")
+                .uri("/api/v1/tenants/default/workspaces/pet/refresh")
+                .header("authorization", format!("Bearer {}", api.admin))
+                .header("x-correlation-id", "ci-refresh-7")
+                .body(Body::empty())
+                .unwrap(),
+        )
+        .await
+        .unwrap();
+    assert!(resp.status().is_success(), "{}", resp.status());
+    assert_eq!(enqueue(Trigger::Refresh), "ci-refresh-7");
 }
 
 /// An event injected with no `correlationId` takes the request's.
