@@ -98,8 +98,27 @@ pub struct WebhookSpec {
     /// Event types to deliver; absent = all.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub events: Option<Vec<String>>,
-    /// Secret key holding the HMAC key: header `X-Sng-Signature: sha256=<hex HMAC-SHA256 of the body>`.
+    /// Secret key holding the HMAC key: headers `X-Sng-Signature: sha256=<hex HMAC-SHA256 of
+    /// the body>` and the Standard Webhooks `webhook-signature: v1,<base64 HMAC-SHA256 of
+    /// id.timestamp.body>` (a value `whsec_<base64>` is that key, base64-decoded; any other
+    /// value is the key as its bytes).
     pub secret_ref: SecretKeyRef,
+    /// The body of a delivery: `sng` (the event as JSON, the default) or `cloudevents` (a
+    /// CloudEvents 1.0 structured-mode event whose `data` is that JSON).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub format: Option<WebhookFormat>,
+}
+
+/// WebhookFormat: the body of a delivery.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum WebhookFormat {
+    /// The event as JSON (`application/json`).
+    #[default]
+    Sng,
+    /// A CloudEvents 1.0 event in structured mode (`application/cloudevents+json`), `data` the
+    /// event as JSON.
+    CloudEvents,
 }
 
 /// Every rule of the Policy kind except the Rego syntax, which the server checks with the

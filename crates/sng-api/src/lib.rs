@@ -25,7 +25,7 @@ pub mod wire;
 pub mod workspace;
 
 pub use error::{FieldError, ObjectError, ParseError};
-pub use governance::{Policy, Webhook};
+pub use governance::{Policy, Webhook, WebhookFormat};
 pub use meta::{LocalRef, ObjectMeta, CORE_VERSION, GROUP_VERSION};
 pub use object::{decode, decode_all, parse_documents, Kind, Object};
 pub use provider::Provider;

@@ -7,8 +7,9 @@ use sng_store::{Actor, Principal, Store};
 
 /// `who` doing `action`: the [`Actor`] the store's audited writes take (each records its
 /// audit entry, and a workspace's event naming the principal, in the write's transaction).
+/// The correlation id of the request goes with it: the run the write asks for takes it.
 pub(crate) fn actor(who: &Principal, action: &str) -> Actor {
-    Actor::new(who.token_id.clone(), action)
+    Actor::new(who.token_id.clone(), action).with_correlation(who.correlation_id.clone())
 }
 
 /// Who asked for the deletion of a workspace (the newest `delete` entry of its trail): the
@@ -16,7 +17,8 @@ pub(crate) fn actor(who: &Principal, action: &str) -> Actor {
 pub(crate) fn deletion_asker(s: &Store, tenant: &str, name: &str) -> Option<Actor> {
     let (entries, _) = s.audit_page(tenant, Some(name), 200, None).ok()?;
     let e = entries.into_iter().find(|e| e.action == "delete")?;
-    Some(Actor::new(e.token_id, "delete").with_detail("the deletion asked for is complete"))
+    let by = Actor::new(e.token_id, "delete").with_correlation(e.correlation_id);
+    Some(by.with_detail("the deletion asked for is complete"))
 }
 
 /// `{tokenId, description}` of a token, as events name a principal.

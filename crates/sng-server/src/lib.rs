@@ -24,7 +24,7 @@ use sng_store::{Role, Store};
 
 pub use app::AppState;
 pub use error::{ApiError, Cause, StatusBody};
-pub use http::router;
+pub use http::{correlation, router, CorrelationId};
 pub use keys::rotate_master_key;
 pub use migrate::{migrate_from_sqlite, redact_url, Migrated};
 

@@ -202,7 +202,7 @@ pub async fn serve(
                     ));
                     let req = Request::from_parts(parts, body);
                     if shutdown.is_draining() && !served_while_draining(req.uri().path()) {
-                        return Ok::<_, Infallible>(stopping());
+                        return Ok::<_, Infallible>(stopping(req.headers()));
                     }
                     app.oneshot(req).await
                 }
@@ -227,11 +227,16 @@ pub async fn serve(
     Ok(())
 }
 
-fn stopping() -> Response {
-    ApiError::new_unavailable(
+/// 503 while draining, with the request's correlation id as every answer has.
+fn stopping(headers: &axum::http::HeaderMap) -> Response {
+    let mut resp = ApiError::new_unavailable(
         "the server is stopping; retry against another replica or after it restarted",
     )
-    .into_response()
+    .into_response();
+    if let Ok(id) = axum::http::HeaderValue::from_str(&crate::correlation::of(headers)) {
+        resp.headers_mut().insert(crate::correlation::HEADER, id);
+    }
+    resp
 }
 
 /// The answer to a connection over the bound: `503` (a `Status` body), then close (pure).

@@ -37,6 +37,9 @@ pub struct AuditEntry {
     /// More, never a secret value (a plan id, a run id, a role).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub detail: Option<String>,
+    /// The correlation id of the request that made the write (the run it asked for takes it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub correlation_id: Option<String>,
 }
 
 pub use sng_core::ports::objects::Actor;
@@ -119,6 +122,7 @@ pub(crate) fn insert_audit(
         token_id: by.token_id.clone(),
         token_description: token_description(conn, &by.token_id)?,
         detail: by.detail.clone(),
+        correlation_id: by.correlation_id.clone(),
     };
     insert_entry(conn, &entry)?;
     if let Some(event_type) = (w.kind == "Workspace")
@@ -139,6 +143,7 @@ pub(crate) fn insert_audit(
             .run
             .map(|r| r.correlation_id.clone())
             .filter(|c| !c.is_empty())
+            .or_else(|| by.correlation_id.clone())
             .unwrap_or_else(|| format!("corr-{}", uuid::Uuid::new_v4().simple()));
         let event = crate::Event::new(
             event_type,

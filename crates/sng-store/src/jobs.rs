@@ -37,6 +37,7 @@ fn job_of(r: &Row) -> Result<(Job, String)> {
 fn with_spec((mut job, spec): (Job, String)) -> Result<Job> {
     job.spec = serde_json::from_str(&spec)
         .map_err(|e| StoreError::Corrupt(format!("job `{}`: {e}", job.id)))?;
+    crate::correlation::strip(&mut job.spec);
     Ok(job)
 }
 
@@ -74,7 +75,9 @@ impl Store {
                 open.state.as_str()
             )));
         }
-        put_run(&tx, run)?;
+        // The correlation id of the request that caused the run, when one did.
+        let (run, spec) = crate::correlation::adopt(&tx, run, spec)?;
+        put_run(&tx, &run)?;
         // The pool whose agents run it (none: the server's local agents).
         let pool = spec.get("pool").and_then(|p| p.as_str());
         tx.execute(
@@ -84,7 +87,7 @@ impl Store {
                 run.id,
                 run.tenant,
                 run.workspace,
-                serde_json::to_string(spec).expect("json"),
+                serde_json::to_string(&spec).expect("json"),
                 now_rfc3339(),
                 pool
             ],

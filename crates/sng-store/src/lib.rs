@@ -9,6 +9,7 @@ mod approvals;
 mod audit;
 mod audited;
 mod copy;
+mod correlation;
 mod crypto;
 mod db;
 mod error;

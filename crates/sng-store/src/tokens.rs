@@ -180,6 +180,7 @@ impl Store {
                 token_id: info.id,
                 tenant: info.tenant,
                 role: info.role,
+                correlation_id: None,
             }),
         })
     }
@@ -283,7 +284,8 @@ mod tests {
                 Principal {
                     token_id: info.id.clone(),
                     tenant: Some("default".into()),
-                    role
+                    role,
+                    correlation_id: None,
                 }
             );
             assert!(p.can_see("default") && !p.can_see("acme") && !p.is_platform_admin());

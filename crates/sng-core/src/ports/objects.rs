@@ -22,6 +22,9 @@ pub struct Actor {
     pub action: String,
     /// More, never a secret value (a plan id, a run id, a role).
     pub detail: Option<String>,
+    /// The correlation id of the request that makes the write (its W3C trace id when it
+    /// carried a `traceparent`): recorded with the write; the run the write asks for takes it.
+    pub correlation_id: Option<String>,
 }
 
 impl Actor {
@@ -31,7 +34,14 @@ impl Actor {
             token_id: token_id.into(),
             action: action.to_string(),
             detail: None,
+            correlation_id: None,
         }
+    }
+
+    /// With the correlation id of the request (none: the write has none of its own).
+    pub fn with_correlation(mut self, id: Option<String>) -> Actor {
+        self.correlation_id = id;
+        self
     }
 
     /// With a detail (never a secret value).
@@ -42,7 +52,7 @@ impl Actor {
 
     /// The same principal doing another action.
     pub fn doing(&self, action: &str) -> Actor {
-        Actor::new(self.token_id.clone(), action)
+        Actor::new(self.token_id.clone(), action).with_correlation(self.correlation_id.clone())
     }
 }
 

@@ -65,6 +65,9 @@ pub struct Principal {
     pub tenant: Option<String>,
     /// The role of the token.
     pub role: Role,
+    /// The correlation id of the request it makes (none outside a request): its writes record
+    /// it, and the run a write asks for takes it.
+    pub correlation_id: Option<String>,
 }
 
 impl Principal {

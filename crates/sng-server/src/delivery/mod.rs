@@ -3,6 +3,11 @@
 //! webhooks in parallel — and records the outcome: delivered on 2xx, else a retry after an
 //! exponential backoff with full jitter, and the dead letters after `max_attempts`.
 //!
+//! Every delivery is signed twice: `X-Sng-Signature` (hex HMAC-SHA256 of the body) and the
+//! Standard Webhooks headers (`webhook-id`, `webhook-timestamp`, `webhook-signature`; see
+//! [`standard`]). A webhook with `spec.format: cloudevents` gets a CloudEvents 1.0 structured
+//! event whose `data` is the event.
+//!
 //! Nothing it records or logs holds a secret value or the webhook URL (which may carry a token).
 
 use std::collections::{BTreeMap, HashMap};
@@ -15,6 +20,7 @@ use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 mod config;
+pub mod standard;
 
 pub use config::{sign, DeliveryConfig};
 use sng_store::Topic;
@@ -143,6 +149,7 @@ enum Target {
     Send {
         url: String,
         key: Vec<u8>,
+        format: sng_api::WebhookFormat,
     },
     /// Counts as a failed attempt (e.g. the secret is missing): fixable, then replayable.
     Fail(String),
@@ -174,6 +181,7 @@ fn target(store: &Store, d: &Delivery) -> Result<Target, StoreError> {
         Some(key) if !key.is_empty() => Ok(Target::Send {
             url: w.spec.url.clone(),
             key,
+            format: w.spec.format.unwrap_or_default(),
         }),
         _ => Ok(Target::Fail(format!(
             "secret `{}` has no key `{}` (spec.secretRef)",
@@ -245,15 +253,27 @@ async fn attempt(store: Arc<Store>, client: reqwest::Client, config: DeliveryCon
             return;
         }
         Target::Fail(reason) => Err((reason, None)),
-        Target::Send { url, key } => {
-            let signature = sign(&key, d.body.as_bytes());
+        Target::Send { url, key, format } => {
+            let (content_type, body) = standard::body(format, &d.body);
+            // Standard Webhooks: the id is the event's (the same on every attempt), the
+            // timestamp this attempt's (receivers refuse replays by it).
+            let timestamp = unix_millis().div_euclid(1000);
+            let standard = standard::signature(
+                &standard::signing_key(&key),
+                &d.external_id,
+                timestamp,
+                body.as_bytes(),
+            );
             let sent = client
                 .post(&url)
-                .header(reqwest::header::CONTENT_TYPE, "application/json")
-                .header("X-Sng-Signature", signature)
+                .header(reqwest::header::CONTENT_TYPE, content_type)
+                .header("X-Sng-Signature", sign(&key, body.as_bytes()))
                 .header("X-Sng-Event-Type", &d.event_type)
                 .header("X-Sng-Delivery", &d.external_id)
-                .body(d.body.clone())
+                .header("webhook-id", &d.external_id)
+                .header("webhook-timestamp", timestamp.to_string())
+                .header("webhook-signature", standard)
+                .body(body)
                 .send()
                 .await;
             match sent {

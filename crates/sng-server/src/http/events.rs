@@ -186,9 +186,11 @@ pub(crate) async fn inject_event(
         ));
     }
     let JsonBody(req) = body?;
+    // None given: the request's own (its trace id when it carried a `traceparent`).
     let correlation = req
         .correlation_id
         .filter(|c| !c.trim().is_empty())
+        .or_else(|| caller.0.correlation_id.clone())
         .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
     let event = Event::new(
         &req.event_type,

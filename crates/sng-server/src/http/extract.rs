@@ -37,8 +37,13 @@ impl FromRequestParts<AppState> for Caller {
         let token = bearer(parts)?;
         let value = token.clone();
         match blocking(state, move |s| s.check_token(&value)).await? {
-            TokenCheck::Valid(p) => {
+            TokenCheck::Valid(mut p) => {
                 super::access::Identified::of(parts).set(p.token_id.clone());
+                // The request's correlation id goes with its writes (and the runs they ask for).
+                p.correlation_id = parts
+                    .extensions
+                    .get::<super::CorrelationId>()
+                    .map(|c| c.0.clone());
                 Ok(Caller(p))
             }
             TokenCheck::Unknown => {

@@ -4,12 +4,14 @@
 //! and a token only sees its own tenant: another tenant answers 404, as if it did not exist
 //! (never 403). Inside its tenant, a token's role decides what it may do: `viewer` reads (no
 //! secret values), `operator` also changes things, `admin` also manages the tenant's settings
-//! and tokens.
+//! and tokens. Every request has a correlation id ([`correlation`]: W3C `traceparent`, else
+//! `X-Correlation-Id`, else a new one), answered in `X-Correlation-Id`.
 
 mod access;
 mod agent_api;
 mod agents;
 mod audit;
+pub mod correlation;
 mod events;
 mod extract;
 mod metrics;
@@ -32,6 +34,7 @@ use axum::Router;
 use crate::app::AppState;
 use crate::error::ApiError;
 
+pub use correlation::CorrelationId;
 pub use state::MAX_STATE_BYTES;
 
 /// The whole API, inside the access log ([`access`]): keep it the last (outermost) layer, so
@@ -128,6 +131,8 @@ fn routes(state: AppState) -> Router {
         )
         .fallback(|| async { ApiError::not_found("no such API path") })
         .with_state(state)
+        // Last: every answer, the fallback's and the errors' too, carries `X-Correlation-Id`.
+        .layer(axum::middleware::from_fn(correlation::correlate))
 }
 
 /// The OpenTofu `http` state backend: `GET|POST|DELETE /state/v1/{tenant}/{workspace}` and

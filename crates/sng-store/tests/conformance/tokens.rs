@@ -20,6 +20,7 @@ pub fn a_token_is_checked_by_its_value_and_never_listed_with_it<S: Ports>(s: &S)
             token_id: info.id.clone(),
             tenant: Some("default".into()),
             role: Role::Operator,
+            correlation_id: None,
         })
     );
     assert_eq!(

@@ -109,7 +109,7 @@ fn one_invalid_document_applies_nothing() {
     assert_eq!(o.status.code(), Some(1));
     assert_eq!(
         err(&o),
-        "error: Workspace \"app\": spec.module: tag and digest are mutually exclusive; choose one\n"
+        format!("error: {file}: document 2: Workspace \"app\": spec.module: tag and digest are mutually exclusive; choose one\n")
     );
     assert_eq!(out(&o), "");
     let list = server.sng(&["kind", "get", "workspaces", "-o", "json"]);

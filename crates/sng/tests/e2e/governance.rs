@@ -124,7 +124,8 @@ fn policies_events_and_records_explain_every_run() {
     .unwrap();
     assert_eq!(shown["correlationId"], first["correlationId"]);
 
-    // the webhook saw every transition of that run, in order, one correlation id, signed
+    // the webhook saw the apply and every transition of the run it asked for, in order, with
+    // one correlation id (the apply request's, which the run took), signed
     let corr = first["correlationId"].as_str().unwrap().to_string();
     let hits = wait_for("the run's events", Duration::from_secs(60), || {
         let hits: Vec<Hit> = receiver
@@ -137,7 +138,15 @@ fn policies_events_and_records_explain_every_run() {
             .then_some(hits)
     });
     let types: Vec<String> = hits.iter().map(Hit::event_type).collect();
-    assert_eq!(types, [&RUN_EVENTS[..], &["workspace.ready"]].concat());
+    assert_eq!(
+        types,
+        [
+            &["workspace.applied"],
+            &RUN_EVENTS[..],
+            &["workspace.ready"]
+        ]
+        .concat()
+    );
     for h in &hits {
         h.assert_signed(HMAC_KEY);
         let e = h.json();

@@ -42,3 +42,4 @@ mod state_guard;
 mod tenant_isolation;
 mod tenant_roles;
 mod webhooks;
+mod webhooks_standard;
