@@ -277,6 +277,21 @@ pub async fn run(mut config: Config) -> Result<(), ServerError> {
     // Absolute from here on: run directories, sandboxes and the engine's plugin cache are
     // elsewhere than the server's working directory, and a relative path would not reach them.
     config.data_dir = std::path::absolute(&config.data_dir).map_err(io_err(&config.data_dir))?;
+    // The same for every path given to runs: the engine (when a path, not a name on PATH), the
+    // provider mirror, the paths writable in sandboxes.
+    if let Some(engine) = config
+        .engine
+        .as_mut()
+        .filter(|e| e.components().count() > 1)
+    {
+        *engine = std::path::absolute(&*engine).map_err(io_err(engine))?;
+    }
+    if let Some(mirror) = config.provider_mirror.as_mut() {
+        *mirror = std::path::absolute(&*mirror).map_err(io_err(mirror))?;
+    }
+    for rw in &mut config.sandbox_rw {
+        *rw = std::path::absolute(&*rw).map_err(io_err(rw))?;
+    }
     // Shared with other servers; `sng server rotate-master-key` needs it alone.
     let _data_dir_lock = keys::lock_data_dir(&config.data_dir, false)?;
     if let Some(lease) = config.lease {

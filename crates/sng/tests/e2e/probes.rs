@@ -114,7 +114,10 @@ fn the_json_log_has_one_access_line_per_request_and_never_a_token() {
     let bad = line("/api/v1/tenants/{tenant}/{kind}", 401);
     assert_eq!(bad["principal"], "-");
     // No traceparent: the id the server generated and answered in X-Correlation-Id.
-    assert!(bad["correlation_id"].as_str().unwrap().starts_with("corr-"), "{bad}");
+    assert!(
+        bad["correlation_id"].as_str().unwrap().starts_with("corr-"),
+        "{bad}"
+    );
     let bad_state = line("/state/v1/{tenant}/{workspace}", 401);
     assert_eq!(bad_state["principal"], "-");
     let unrouted = line("-", 404);
