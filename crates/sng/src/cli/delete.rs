@@ -23,8 +23,11 @@ pub struct DeleteArgs {
     #[arg(required_unless_present = "files", conflicts_with = "files")]
     pub kind: Option<String>,
     /// Names of the objects.
-    #[arg(required_unless_present = "files")]
+    #[arg(required_unless_present_any = ["files", "selector"])]
     pub names: Vec<String>,
+    /// Delete the objects of KIND whose labels match this selector (as `get -l`).
+    #[arg(short = 'l', long = "selector", conflicts_with_all = ["files", "names"])]
+    pub selector: Option<String>,
     /// Delete the objects of these manifests (file, directory or `-`). Repeatable.
     #[arg(short = 'f', long = "filename")]
     pub files: Vec<String>,
@@ -49,6 +52,25 @@ pub struct DeleteArgs {
 fn targets(g: &Global, args: &DeleteArgs) -> Result<Vec<ObjectRef>, CliError> {
     if args.files.is_empty() {
         let kind = parse_kind(args.kind.as_deref().unwrap_or_default())?;
+        if let Some(selector) = &args.selector {
+            let client = Client::new(g)?;
+            let answer = client.list(
+                &object_path(&g.tenant, kind, None),
+                crate::cli::get::LIST_CHUNK,
+                &[("labelSelector", selector.clone())],
+            )?;
+            return Ok(answer["items"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|o| o.pointer("/metadata/name").and_then(Value::as_str))
+                .map(|n| ObjectRef {
+                    tenant: g.tenant.clone(),
+                    kind,
+                    name: n.to_string(),
+                })
+                .collect());
+        }
         if args.names.is_empty() {
             return Err(CliError::Usage(format!(
                 "delete {}: give the NAME of each object (or -f FILE)",

@@ -86,6 +86,16 @@ fn reading_and_deleting_verbs_answer_as_kubectl_does() {
     let e = fails(&server.sng(&["delete", "ws", "c"]), 1, "not found");
     assert!(e.contains('c'), "{e}");
     ok(server.sng(&["delete", "ws", "c", "--ignore-not-found"]));
+    // By label selector: only those it matches.
+    ok(server.sng(&[
+        "apply",
+        "-f",
+        &write(files.path(), "d.yaml", &ws("d", "team: z")),
+    ]));
+    assert_eq!(
+        ok(server.sng(&["delete", "ws", "-l", "team=z"])),
+        "workspace/d deleted\n"
+    );
     // Several names at once.
     assert_eq!(
         ok(server.sng(&["delete", "ws", "a", "b"])),
