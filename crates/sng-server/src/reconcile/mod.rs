@@ -202,6 +202,16 @@ impl Platform {
                         decided.remove(name);
                     }
                 }
+                // A long pass decides from the snapshot it loaded at its start: a run of this
+                // workspace may have started and ended since (its status written, its job
+                // closed). Decided on that stale status, it would run again for nothing; read
+                // again, a moved workspace is left to the next pass (its change woke it).
+                if matches!(action, Action::Run { .. }) && !still_current(&self.store, &tenant, ws)
+                {
+                    decided.remove(name);
+                    soonest(now);
+                    continue;
+                }
                 if let Action::Run { .. } = action {
                     runs_this_hour += 1;
                 }
@@ -228,6 +238,19 @@ impl Platform {
             }
         }
         (due, next)
+    }
+}
+
+/// Whether the stored workspace is still the one a decision was taken on (same resource
+/// version); an error reads as moved (decided again next pass).
+fn still_current(
+    store: &sng_store::Store,
+    tenant: &str,
+    ws: &sng_api::workspace::Workspace,
+) -> bool {
+    match store.get(Kind::Workspace, tenant, &ws.metadata.name) {
+        Ok(Some(now)) => now.meta().resource_version == ws.metadata.resource_version,
+        _ => false,
     }
 }
 
