@@ -13,8 +13,10 @@ use serde_json::Value;
 
 use crate::object::Kind;
 
-/// The rules of the server that no JSON Schema of one manifest can carry, as
-/// `(id, rule)`. The schemas test runs one refused manifest of each through both.
+/// The rules of the validation of one manifest that no JSON Schema can carry, as `(id, rule)`.
+/// The schemas test runs a refused manifest of each through both. Beyond one manifest, the
+/// server also checks against the request and the store: `metadata.tenant` is the tenant of
+/// the request, a Policy's Rego compiles, quotas, names given twice in one request.
 pub const NOT_IN_SCHEMA: &[(&str, &str)] = &[
     (
         "annotations-total-size",
@@ -52,10 +54,6 @@ pub const NOT_IN_SCHEMA: &[(&str, &str)] = &[
     (
         "dockerconfigjson-content",
         "Secret kubernetes.io/dockerconfigjson: `.dockerconfigjson` a JSON object with `auths`",
-    ),
-    (
-        "tenant-of-the-request",
-        "metadata.tenant: when given, the tenant of the request",
     ),
 ];
 

@@ -1,4 +1,4 @@
-//! Objects of any kind: `sng kind get|delete`, `sng wait`, `sng schema`.
+//! Objects of any kind: `sng kind get|delete`, `sng wait`.
 
 use std::time::{Duration, Instant};
 
@@ -68,12 +68,6 @@ pub struct WaitArgs {
     pub timeout: Duration,
 }
 
-#[derive(Args, Debug)]
-pub struct SchemaArgs {
-    /// Workspace, Provider, Secret or Tenant.
-    pub kind: String,
-}
-
 /// Objects asked per request when listing: the CLI follows the server's cursor by itself.
 pub const LIST_CHUNK: usize = 500;
 
@@ -119,14 +113,6 @@ pub fn run(g: &Global, command: KindCommand) -> Result<(), CliError> {
             Ok(())
         }
     }
-}
-
-/// `sng schema KIND`: the JSON Schema of a kind.
-pub fn schema(args: &SchemaArgs) -> Result<(), CliError> {
-    let kind = parse_kind(&args.kind)?;
-    let schema = sng_api::schema::schema_of(kind);
-    println!("{}", serde_json::to_string_pretty(&schema).expect("json"));
-    Ok(())
 }
 
 fn object_path(tenant: &str, kind: Kind, name: Option<&str>) -> String {

@@ -35,6 +35,7 @@ mod replicas;
 mod rotation;
 mod runs;
 mod s3;
+mod schemas;
 mod selectors;
 mod state_guard;
 mod tenant_isolation;
