@@ -13,48 +13,70 @@ use serde_json::Value;
 
 use crate::object::Kind;
 
-/// The rules of the validation of one manifest that no JSON Schema can carry, as `(id, rule)`.
-/// The schemas test runs a refused manifest of each through both. Beyond one manifest, the
-/// server also checks against the request and the store: `metadata.tenant` is the tenant of
-/// the request, a Policy's Rego compiles, quotas, names given twice in one request.
-pub const NOT_IN_SCHEMA: &[(&str, &str)] = &[
-    (
-        "annotations-total-size",
-        "metadata.annotations: keys and values together at most 256 KiB",
-    ),
-    (
-        "varsfrom-unique-variable",
-        "Workspace spec.varsFrom: one variable set by two entries",
-    ),
-    (
-        "imports-unique-target",
-        "Workspace spec.imports: two imports to one address (`to`)",
-    ),
-    (
-        "requests-within-limits",
-        "Workspace spec.resources: a request above its limit (quantities compared by value)",
-    ),
-    (
-        "refresh-interval-range",
-        "Workspace spec.refresh.interval: at most 2^63-1 ns (the schema also refuses sums of \
-         components each under a minute, such as `30s30s`, which the server takes)",
-    ),
-    (
-        "provider-attribute-once",
-        "Provider: an attribute set twice across spec.config and spec.configFrom",
-    ),
-    (
-        "provider-env-unique",
-        "Provider spec.env: two variables of one name",
-    ),
-    (
-        "secret-total-size",
-        "Secret: the decoded values together at most 1 MiB",
-    ),
-    (
-        "dockerconfigjson-content",
-        "Secret kubernetes.io/dockerconfigjson: `.dockerconfigjson` a JSON object with `auths`",
-    ),
+/// A rule of the validation of one manifest that no JSON Schema can carry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Gap {
+    /// A short name of the rule.
+    pub id: &'static str,
+    /// The rule, for people.
+    pub rule: &'static str,
+    /// A part of the message the server gives when the rule is broken.
+    pub message: &'static str,
+}
+
+/// Every rule of the validation of one manifest that no JSON Schema can carry. The schemas
+/// tests run a refused manifest of each through both, and the validation tables check that
+/// the schema accepts only manifests whose every error is one of these. Beyond one manifest,
+/// the server also checks against the request and the store: `metadata.tenant` is the tenant
+/// of the request, a Policy's Rego compiles, quotas, names given twice in one request.
+pub const NOT_IN_SCHEMA: &[Gap] = &[
+    Gap {
+        id: "annotations-total-size",
+        rule: "metadata.annotations: keys and values together at most 256 KiB",
+        message: "total size of keys and values",
+    },
+    Gap {
+        id: "varsfrom-unique-variable",
+        rule: "Workspace spec.varsFrom: one variable set by two entries",
+        message: "is already set by another varsFrom entry",
+    },
+    Gap {
+        id: "imports-unique-target",
+        rule: "Workspace spec.imports: two imports to one address (`to`)",
+        message: "duplicate import target",
+    },
+    Gap {
+        id: "requests-within-limits",
+        rule: "Workspace spec.resources: a request above its limit (quantities compared by value)",
+        message: "must be less than or equal to the",
+    },
+    Gap {
+        id: "refresh-interval-range",
+        rule: "Workspace spec.refresh.interval: at most 2^63-1 ns (the schema also refuses sums \
+               of components each under a minute, such as `30s30s`, which the server takes)",
+        message: "is not a Go duration",
+    },
+    Gap {
+        id: "provider-attribute-once",
+        rule: "Provider: an attribute set twice across spec.config and spec.configFrom",
+        message: "is already set by spec.config or another configFrom entry",
+    },
+    Gap {
+        id: "provider-env-unique",
+        rule: "Provider spec.env: two variables of one name",
+        message: "duplicate variable",
+    },
+    Gap {
+        id: "secret-total-size",
+        rule: "Secret: the decoded values together at most 1 MiB",
+        message: "secret values total",
+    },
+    Gap {
+        id: "dockerconfigjson-content",
+        rule: "Secret kubernetes.io/dockerconfigjson: `.dockerconfigjson` a JSON object with \
+               `auths`",
+        message: "docker config JSON object",
+    },
 ];
 
 /// The JSON Schema (draft 2020-12) of a kind.
