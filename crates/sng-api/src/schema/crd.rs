@@ -87,7 +87,7 @@ fn structural(node: &Value, defs: &Value) -> Value {
             .partition(|v| v.get("type") == Some(&json!("null")));
         if !nulls.is_empty() && others.len() == 1 {
             nullable = true;
-            base = Some(structural(others[0], defs));
+            base = Some(others[0].clone());
         } else if quantity(any) {
             out.insert("x-kubernetes-int-or-string".into(), json!(true));
             out.insert(

@@ -17,24 +17,30 @@ use sng_api::schema::NOT_IN_SCHEMA;
 use sng_api::Kind;
 
 /// Compiles every schema of `input.schemas` (ajv strict, all errors, standard formats) and
-/// validates each of `input.docs` against the schema of its kind.
+/// validates each of `input.docs` against the schema of its kind, and against the
+/// `openAPIV3Schema` of its CRD (`input.crds`; ajv knows `nullable`, ignores `x-kubernetes-*`
+/// and so CEL rules).
 const AJV: &str = r#"
 const Ajv = require("ajv/dist/2020");
+const AjvOpenApi = require("ajv");
 const addFormats = require("ajv-formats");
 const input = JSON.parse(require("fs").readFileSync(process.argv[2], "utf8"));
 const out = {compiled: {}, results: []};
-const validators = {};
+const validators = {}, crds = {};
 for (const [kind, schema] of Object.entries(input.schemas)) {
   const ajv = new Ajv({strict: true, allErrors: true});
   addFormats(ajv);
   try { validators[kind] = ajv.compile(schema); out.compiled[kind] = "ok"; }
   catch (e) { out.compiled[kind] = String(e.message); }
+  const crd = input.crds[kind];
+  if (crd) crds[kind] = new AjvOpenApi({strict: false, allErrors: true}).compile(crd);
 }
+const explain = v => v.errors.slice(0, 3).map(e => e.instancePath + " " + e.message);
 for (const doc of input.docs) {
-  const v = validators[doc.kind];
+  const v = validators[doc.kind], c = crds[doc.kind];
   if (!v) { out.results.push({valid: false, errors: ["no schema for " + doc.kind]}); continue; }
-  const valid = v(doc);
-  out.results.push({valid, errors: valid ? [] : v.errors.slice(0, 3).map(e => e.instancePath + " " + e.message)});
+  const valid = v(doc), crd = c ? c(doc) : null;
+  out.results.push({valid, errors: valid ? [] : explain(v), crd, crdErrors: crd === false ? explain(c) : []});
 }
 console.log(JSON.stringify(out));
 "#;
@@ -48,6 +54,24 @@ fn schema_of(kind: Kind) -> Value {
     serde_json::from_slice(&o.stdout).unwrap()
 }
 
+/// The `openAPIV3Schema` of each kind's CRD.
+fn crd_schemas() -> Value {
+    Value::Object(
+        Kind::ALL
+            .iter()
+            .map(|k| {
+                let o = Command::new(SNG)
+                    .args(["schema", k.as_str(), "--crd", "-o", "json"])
+                    .output()
+                    .unwrap();
+                let crd: Value = serde_json::from_slice(&o.stdout).unwrap();
+                let schema = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"].clone();
+                (k.as_str().to_string(), schema)
+            })
+            .collect(),
+    )
+}
+
 fn schemas() -> Value {
     Value::Object(
         Kind::ALL
@@ -57,14 +81,15 @@ fn schemas() -> Value {
     )
 }
 
-/// What ajv says of `docs`: `{compiled: {KIND: "ok" | error}, results: [{valid, errors}]}`.
-fn ajv(schemas: &Value, docs: &[Value]) -> Value {
+/// What ajv says of `docs`: `{compiled: {KIND: "ok" | error}, results: [{valid, errors,
+/// crd, crdErrors}]}` (`crd` null without `crds`).
+fn ajv(schemas: &Value, crds: &Value, docs: &[Value]) -> Value {
     let dir = tempfile::tempdir().unwrap();
     let (script, input) = (dir.path().join("ajv.js"), dir.path().join("input.json"));
     std::fs::write(&script, AJV).unwrap();
     std::fs::write(
         &input,
-        serde_json::to_vec(&json!({"schemas": schemas, "docs": docs})).unwrap(),
+        serde_json::to_vec(&json!({"schemas": schemas, "crds": crds, "docs": docs})).unwrap(),
     )
     .unwrap();
     let o = Command::new("node")
@@ -87,7 +112,7 @@ fn document(yaml: &str) -> Value {
 #[test]
 fn every_schema_compiles_in_ajv_strict_mode_and_passes_the_metaschema() {
     let schemas = schemas();
-    let out = ajv(&schemas, &[]);
+    let out = ajv(&schemas, &json!({}), &[]);
     for kind in Kind::ALL {
         assert_eq!(out["compiled"][kind.as_str()], "ok", "{kind:?}");
     }
@@ -115,9 +140,11 @@ fn every_schema_compiles_in_ajv_strict_mode_and_passes_the_metaschema() {
 fn the_schema_refuses_what_the_server_refuses_but_the_listed_rules() {
     let cases = cases::all();
     let docs: Vec<Value> = cases.iter().map(|c| document(&c.yaml)).collect();
-    let out = ajv(&schemas(), &docs);
+    let out = ajv(&schemas(), &crd_schemas(), &docs);
     let mut failures = Vec::new();
     let mut gaps = BTreeSet::new();
+    let results = out["results"].as_array().unwrap();
+    let by_crd = results.iter().filter(|r| r["crd"] == false).count();
     for ((case, doc), result) in cases
         .iter()
         .zip(&docs)
@@ -142,7 +169,8 @@ fn the_schema_refuses_what_the_server_refuses_but_the_listed_rules() {
     }
     let listed: BTreeSet<&str> = NOT_IN_SCHEMA.iter().map(|g| g.id).collect();
     println!(
-        "{} refused manifests; rules the schema cannot carry:",
+        "{} refused manifests, {by_crd} of them refused by the CRD's schema too (its CEL rules \
+         aside); rules the schema cannot carry:",
         cases.len()
     );
     for gap in NOT_IN_SCHEMA {
@@ -154,6 +182,10 @@ fn the_schema_refuses_what_the_server_refuses_but_the_listed_rules() {
         "the rules shown by the cases differ from NOT_IN_SCHEMA"
     );
 }
+
+/// A quantity as a fraction: the server and the JSON Schema take it, a Kubernetes
+/// int-or-string does not.
+const FRACTION: &str = "resources: {requests: {cpu: 0.5}}";
 
 /// The spec of a Workspace with every field.
 const FULL: &str = r#"providers: [{name: ovh-gra}]
@@ -174,7 +206,7 @@ refresh: {interval: 1h30m, mode: apply}
 approval: manual
 deletionPolicy: Destroy
 suspend: false
-resources: {requests: {cpu: 0.5, memory: 256Mi}, limits: {cpu: 2, memory: 1Gi}}
+resources: {requests: {cpu: 500m, memory: 256Mi}, limits: {cpu: 2, memory: 1Gi}}
 backend:
   s3:
     endpoint: "https://s3.gra.example"
@@ -190,6 +222,7 @@ fn valid_manifests() -> Vec<String> {
     let d = format!("sha256:{}", "9f1c".repeat(16));
     vec![
         cases::ws(FULL).replace("tag: 1.0.0", &format!("digest: \"{d}\"")),
+        cases::ws(FRACTION),
         cases::ws("refresh: {interval: 90s}"),
         cases::ws("refresh: {interval: \"+1m\"}"),
         cases::ws("refresh: {interval: 0.5h}"),
@@ -223,7 +256,7 @@ fn valid_manifests_and_the_examples_pass_the_schemas() {
         docs.push((yaml.clone(), document(&yaml)));
     }
     let values: Vec<Value> = docs.iter().map(|(_, d)| d.clone()).collect();
-    let out = ajv(&schemas(), &values);
+    let out = ajv(&schemas(), &crd_schemas(), &values);
     let mut failures = Vec::new();
     for ((name, doc), result) in docs.iter().zip(out["results"].as_array().unwrap()) {
         if let Err(e) = sng_api::decode(doc, 1) {
@@ -231,6 +264,14 @@ fn valid_manifests_and_the_examples_pass_the_schemas() {
         }
         if result["valid"] != true {
             failures.push(format!("the schema refuses {name}: {}", result["errors"]));
+        }
+        // Kubernetes has no number-or-string: a quantity given as a fraction must be quoted.
+        let fraction = name.contains(FRACTION);
+        if (result["crd"] == true) == fraction {
+            failures.push(format!(
+                "the CRD's schema: {} for {name}",
+                result["crdErrors"]
+            ));
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
@@ -320,6 +361,21 @@ fn each_crd_is_structural() {
         let root = &version["schema"]["openAPIV3Schema"];
         assert_eq!(root["properties"]["metadata"], json!({"type": "object"}));
         assert_eq!(root["properties"]["status"]["type"], "object");
+        if kind == Kind::Workspace {
+            let spec = &root["properties"]["spec"]["properties"];
+            assert_eq!(
+                spec["module"]["x-kubernetes-validations"][0]["rule"],
+                "!(has(self.tag) && has(self.digest))"
+            );
+            let cpu = &spec["resources"]["properties"]["requests"]["properties"]["cpu"];
+            assert_eq!(cpu["x-kubernetes-int-or-string"], true);
+            assert_eq!(
+                spec["providers"]["x-kubernetes-list-map-keys"],
+                json!(["name"])
+            );
+            assert_eq!(spec["vars"]["x-kubernetes-preserve-unknown-fields"], true);
+            assert_eq!(spec["module"]["properties"]["tag"]["nullable"], true);
+        }
         let mut problems = Vec::new();
         check_structural(root, kind.as_str(), &mut problems);
         assert!(problems.is_empty(), "{kind:?}:\n{}", problems.join("\n"));
