@@ -57,6 +57,12 @@ pub const NOT_IN_SCHEMA: &[Gap] = &[
         message: "is not a Go duration",
     },
     Gap {
+        id: "quantity-finite",
+        rule: "Workspace spec.resources: a quantity whose value is beyond a 64-bit float \
+               (`1e400`)",
+        message: "is not a quantity",
+    },
+    Gap {
         id: "provider-attribute-once",
         rule: "Provider: an attribute set twice across spec.config and spec.configFrom",
         message: "is already set by spec.config or another configFrom entry",

@@ -50,7 +50,9 @@ pub const VERSION_CONSTRAINT: &str = concat!(
 /// A webhook URL: `http(s)://`, a host without credentials, no space or control character.
 pub const WEBHOOK_URL: &str =
     r"^https?://[^/?#@\s\u0000-\u001f\u007f-\u009f]+([/?#][^\s\u0000-\u001f\u007f-\u009f]*)?$";
-/// Standard base64 with padding, as the `data` of a Secret.
-pub const BASE64: &str = r"^([A-Za-z0-9+/]{4})*([A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$";
+/// Standard base64 with padding, as the `data` of a Secret, in its canonical form
+/// (the unused bits of the last character zero).
+pub const BASE64: &str =
+    r"^([A-Za-z0-9+/]{4})*([A-Za-z0-9+/][AQgw]==|[A-Za-z0-9+/]{2}[AEIMQUYcgkosw048]=)?$";
 /// Some non-space character (`spec.rego`).
 pub const NOT_BLANK: &str = r"\S";

@@ -7,6 +7,7 @@
 use crate::common;
 
 mod cases;
+mod kinds;
 
 use std::collections::BTreeSet;
 use std::process::Command;
