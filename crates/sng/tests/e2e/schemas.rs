@@ -1,6 +1,7 @@
 //! `sng schema KIND [--crd]`: every schema compiles in ajv's strict mode and passes
 //! `check-jsonschema --check-metaschema`; the manifests the server refuses (the validation
-//! tables' invalid cases, `schemas/cases.rs`) are refused by the schema too, but for the rules
+//! tables' invalid cases, `schemas/cases.rs`, refused by the validation and by `sng apply`)
+//! are refused by the schema too, but for the rules
 //! of `NOT_IN_SCHEMA`, asserted exactly; valid manifests (`examples/`) pass; each CRD is
 //! structural.
 
@@ -185,6 +186,34 @@ fn the_schema_refuses_what_the_server_refuses_but_the_listed_rules() {
     assert_eq!(
         gaps, listed,
         "the rules shown by the cases differ from NOT_IN_SCHEMA"
+    );
+}
+
+#[test]
+fn the_server_refuses_every_case_on_apply() {
+    // The same manifests through `sng apply` against a server: refused (exit 1, `error:` on
+    // stderr), nothing applied.
+    let data = tempfile::tempdir().unwrap();
+    let server = Server::start(data.path());
+    let mut failures = Vec::new();
+    for case in cases::all() {
+        let o = server.sng_as(
+            &server.token,
+            "default",
+            &["apply", "-f", "-"],
+            Some(&case.yaml),
+        );
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        if o.status.code() != Some(1) || !stderr.contains("error:") {
+            failures.push(format!("{}: {:?} {stderr}", case.name, o.status.code()));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    let listed = server.sng(&["kind", "get", "workspaces", "-o", "json"]);
+    assert!(listed.status.success());
+    assert!(
+        !String::from_utf8_lossy(&listed.stdout).contains("\"app\""),
+        "nothing applied"
     );
 }
 
