@@ -33,6 +33,10 @@ pub fn crd_of(kind: Kind) -> Value {
     let props = root["properties"].as_object_mut().expect("properties");
     // Kubernetes allows no rule on metadata but its name; it checks names itself.
     props.insert("metadata".into(), json!({"type": "object"}));
+    // The API server sets `apiVersion` (the CRD's group and version) and `kind`.
+    for field in ["apiVersion", "kind"] {
+        props.insert(field.into(), json!({"type": "string"}));
+    }
     props
         .entry("status")
         .or_insert_with(|| json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true}));
@@ -136,6 +140,9 @@ fn structural(node: &Value, defs: &Value) -> Value {
             out.insert((*key).into(), v.clone());
         }
     }
+    if let Some(Value::String(p)) = map.get("pattern") {
+        out.insert("pattern".into(), json!(re2(p)));
+    }
     if let Some(Value::Object(props)) = map.get("properties") {
         let props: Map<String, Value> = props
             .iter()
@@ -173,6 +180,12 @@ fn structural(node: &Value, defs: &Value) -> Value {
         out.insert("x-kubernetes-preserve-unknown-fields".into(), json!(true));
     }
     Value::Object(out)
+}
+
+/// A pattern in the syntax of Go's `regexp` (RE2), which the API server compiles: no
+/// lookahead (the 253-character bound of a label key's prefix is left to the server).
+fn re2(pattern: &str) -> String {
+    pattern.replace("(?=[^/]{1,253}/)", "")
 }
 
 fn resolve(reference: &str, defs: &Value) -> Value {

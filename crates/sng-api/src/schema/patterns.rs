@@ -49,7 +49,7 @@ pub const VERSION_CONSTRAINT: &str = concat!(
 );
 /// A webhook URL: `http(s)://`, a host without credentials, no space or control character.
 pub const WEBHOOK_URL: &str =
-    r"^https?://[^/?#@\s\u0000-\u001f\u007f-\u009f]+([/?#][^\s\u0000-\u001f\u007f-\u009f]*)?$";
+    r"^https?://[^/?#@\s\x00-\x1f\x7f-\x9f]+([/?#][^\s\x00-\x1f\x7f-\x9f]*)?$";
 /// Standard base64 with padding, as the `data` of a Secret, in its canonical form
 /// (the unused bits of the last character zero).
 pub const BASE64: &str =

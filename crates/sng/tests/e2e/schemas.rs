@@ -327,6 +327,12 @@ fn check_structural(node: &Value, at: &str, problems: &mut Vec<String>) {
         None if map.get("x-kubernetes-int-or-string") == Some(&json!(true)) => {}
         None => problems.push(format!("{at}: no type")),
     }
+    if let Some(Value::String(p)) = map.get("pattern") {
+        // Go's regexp (RE2), which the API server compiles patterns with.
+        if let Err(e) = regex::Regex::new(p) {
+            problems.push(format!("{at}: pattern {p} is not RE2: {e}"));
+        }
+    }
     if map.get("additionalProperties") == Some(&json!(false)) {
         problems.push(format!("{at}: additionalProperties false"));
     }
