@@ -31,8 +31,15 @@ pub fn crd_of(kind: Kind) -> Value {
     let defs = schema.get("$defs").cloned().unwrap_or_else(|| json!({}));
     let mut root = structural(&schema, &defs);
     let props = root["properties"].as_object_mut().expect("properties");
-    // Kubernetes allows no rule on metadata but its name; it checks names itself.
-    props.insert("metadata".into(), json!({"type": "object"}));
+    // Kubernetes allows no rule on metadata but on its name, which it checks as a DNS-1123
+    // subdomain itself: the narrower label of the other kinds is added.
+    let metadata = if kind.name_is_subdomain() {
+        json!({"type": "object"})
+    } else {
+        json!({"type": "object", "properties": {"name": {
+            "type": "string", "pattern": super::patterns::DNS_LABEL, "maxLength": 63}}})
+    };
+    props.insert("metadata".into(), metadata);
     // The API server sets `apiVersion` (the CRD's group and version) and `kind`.
     for field in ["apiVersion", "kind"] {
         props.insert(field.into(), json!({"type": "string"}));

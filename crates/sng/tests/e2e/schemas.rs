@@ -399,7 +399,21 @@ fn each_crd_is_structural() {
         );
         assert_eq!(version["subresources"]["status"], json!({}));
         let root = &version["schema"]["openAPIV3Schema"];
-        assert_eq!(root["properties"]["metadata"], json!({"type": "object"}));
+        let metadata = root["properties"]["metadata"].as_object().unwrap();
+        let keys: Vec<&String> = metadata.keys().collect();
+        assert!(
+            keys.iter().all(|k| *k == "type" || *k == "properties"),
+            "{keys:?}"
+        );
+        let fields: Vec<&String> = metadata
+            .get("properties")
+            .and_then(Value::as_object)
+            .map(|p| p.keys().collect())
+            .unwrap_or_default();
+        assert!(
+            fields.iter().all(|f| *f == "name"),
+            "only metadata.name: {fields:?}"
+        );
         assert_eq!(root["properties"]["status"]["type"], "object");
         if kind == Kind::Workspace {
             let spec = &root["properties"]["spec"]["properties"];
