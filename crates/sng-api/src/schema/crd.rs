@@ -47,6 +47,7 @@ pub fn crd_of(kind: Kind) -> Value {
     props
         .entry("status")
         .or_insert_with(|| json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true}));
+    add_rules(kind, &mut root);
     root.as_object_mut().expect("object").remove("required");
     root["required"] = json!(["apiVersion", "kind", "metadata"]);
     let version = kind.api_version().rsplit('/').next().unwrap_or_default();
@@ -78,6 +79,50 @@ pub fn crd_of(kind: Kind) -> Value {
             }],
         },
     })
+}
+
+/// The rules the JSON Schema writes with `if`/`then`, as CEL.
+fn add_rules(kind: Kind, root: &mut Value) {
+    let rules: &[(&str, &str, &str)] = match kind {
+        Kind::Workspace => &[
+            (
+                "/properties/spec/properties/varsFrom/items",
+                "!has(self.varName) || (has(self.secretRef) && has(self.secretRef.key))",
+                "varName requires secretRef.key",
+            ),
+            (
+                "/properties/spec/properties/varsFrom/items",
+                "!has(self.default) || has(self.workspaceOutputRef)",
+                "default is only allowed with workspaceOutputRef",
+            ),
+        ],
+        Kind::AgentPool => &[(
+            "/properties/spec/properties/selector/properties/matchExpressions/items",
+            "self.operator in ['In', 'NotIn'] ? (has(self.values) && size(self.values) > 0) \
+             : (!has(self.values) || size(self.values) == 0)",
+            "values: at least one for In and NotIn, none for Exists and DoesNotExist",
+        )],
+        Kind::Secret => &[(
+            "",
+            "!has(self.type) || self.type != 'kubernetes.io/dockerconfigjson' \
+             || (has(self.data) && '.dockerconfigjson' in self.data) \
+             || (has(self.stringData) && '.dockerconfigjson' in self.stringData)",
+            "a kubernetes.io/dockerconfigjson secret needs the key .dockerconfigjson",
+        )],
+        _ => &[],
+    };
+    for (pointer, rule, message) in rules {
+        let node = root
+            .pointer_mut(pointer)
+            .and_then(Value::as_object_mut)
+            .unwrap_or_else(|| panic!("no CRD node at `{pointer}`"));
+        let list = node
+            .entry("x-kubernetes-validations")
+            .or_insert_with(|| json!([]));
+        list.as_array_mut()
+            .expect("list")
+            .push(json!({"rule": rule, "message": message}));
+    }
 }
 
 /// `node` as a structural schema: references inlined, nullability as `nullable`, enums typed.
