@@ -311,6 +311,16 @@ fn webhook(s: &mut Value) {
 }
 
 fn pool(s: &mut Value) {
+    // `spec:` with nothing under it is the empty spec.
+    let spec = s
+        .pointer_mut("/properties/spec")
+        .and_then(Value::as_object_mut)
+        .expect("spec");
+    let reference = spec.remove("$ref").expect("a reference");
+    spec.insert(
+        "anyOf".into(),
+        json!([{"$ref": reference}, {"type": "null"}]),
+    );
     merge(
         s,
         &def("AgentPoolSpec", "workspaces"),

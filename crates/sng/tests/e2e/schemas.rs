@@ -268,6 +268,7 @@ fn valid_manifests() -> Vec<String> {
         cases::tenant("production: true\ndisplayName: Acme\nquotas: {workspaces: 10, concurrentRuns: 2, runsPerHour: 100}"),
         cases::policy("enforcement: advisory\nrego: \"package sng.guard\"\nworkspaces: [app]"),
         cases::webhook("url: \"http://127.0.0.1:9000/hook?x=1\"\nevents: [run.created, workspace.ready]\nsecretRef: {name: hook.key, key: hmac}"),
+        cases::pool(""), // `spec:` with nothing under it
         cases::pool("workspaces: [app]\nselector:\n  matchLabels: {acme.io/zone: gra}\n  matchExpressions: [{key: tier, operator: In, values: [web]}, {key: legacy, operator: DoesNotExist}]"),
     ]
 }
