@@ -19,6 +19,7 @@ pub mod module;
 pub mod objects;
 pub mod quarantine;
 pub mod runs;
+pub mod schema;
 pub mod server;
 pub mod server_ready;
 pub mod tenant;
@@ -127,8 +128,9 @@ pub enum Command {
     /// list them with their reason, age and next action; discard one.
     #[command(subcommand)]
     Quarantine(quarantine::QuarantineCommand),
-    /// Print the JSON Schema of a kind, for editors.
-    Schema(objects::SchemaArgs),
+    /// Print the JSON Schema of a kind (for editors and CI), or with `--crd` its Kubernetes
+    /// CustomResourceDefinition.
+    Schema(schema::SchemaArgs),
     /// The tokens of an AgentPool's remote agents: create, list, revoke.
     #[command(subcommand)]
     AgentPool(agents::AgentPoolCommand),
@@ -174,7 +176,7 @@ pub fn run(cli: Cli, matches: &clap::ArgMatches) -> Result<(), CliError> {
         Command::Delete(args) => delete::run(g, &args),
         Command::Kind(command) => objects::run(g, command),
         Command::Wait(args) => objects::wait(g, &args),
-        Command::Schema(args) => objects::schema(&args),
+        Command::Schema(args) => schema::schema(&args),
         Command::Tenant(command) => tenant::run(g, command),
         Command::Token(command) => tokens::run(g, command),
         Command::Approve(args) => workspace::approve(g, args),

@@ -8,6 +8,8 @@
 // Each test file uses only some of the helpers.
 #![allow(dead_code)]
 
+mod schema;
+
 use sng_api::{decode, parse_documents, Object, ObjectError};
 
 // ---------------------------------------------------------------------------------------------
@@ -101,6 +103,13 @@ pub struct Case {
     want: Want,
 }
 
+impl Case {
+    /// Whether the server must refuse it.
+    fn invalid(&self) -> bool {
+        !matches!(self.want, Want::Ok)
+    }
+}
+
 pub fn ok(name: impl Into<String>, yaml: impl Into<String>) -> Case {
     Case {
         name: name.into(),
@@ -170,13 +179,18 @@ fn check(case: &Case) -> Result<(), String> {
     }
 }
 
-/// Run every case and report all failures at once.
+/// Run every case and report all failures at once; then the JSON Schema of each case's kind
+/// must accept the valid ones and refuse the invalid ones, unless an invalid case's every error
+/// is a rule the schema cannot carry (`sng_api::schema::NOT_IN_SCHEMA`).
 pub fn run(cases: Vec<Case>) {
     let mut failures = Vec::new();
     for case in &cases {
         if let Err(why) = check(case) {
             failures.push(format!("--- {}\n{why}\n{}", case.name, case.yaml));
         }
+    }
+    if failures.is_empty() {
+        failures.extend(schema::agrees_with_the_schema(&cases));
     }
     assert!(
         failures.is_empty(),

@@ -1,11 +1,11 @@
-//! Objects of any kind: `sng kind get|delete`, `sng wait`, `sng schema`.
+//! Objects of any kind: `sng kind get|delete`, `sng wait`.
 
 use std::time::{Duration, Instant};
 
 use clap::{Args, Subcommand};
 use serde_json::Value;
 
-use crate::cli::args::{parse_duration, parse_kind, WorkspaceRef};
+use crate::cli::args::{parse_duration, WorkspaceRef};
 use crate::cli::Global;
 use crate::client::Client;
 use crate::error::CliError;
@@ -90,26 +90,12 @@ fn parse_wait_for(spec: &str) -> Result<WaitFor, CliError> {
     Ok(WaitFor::Condition(type_.to_string(), status.to_string()))
 }
 
-#[derive(Args, Debug)]
-pub struct SchemaArgs {
-    /// Workspace, Provider, Secret or Tenant.
-    pub kind: String,
-}
-
 /// Run `sng kind get|delete`.
 pub fn run(g: &Global, command: KindCommand) -> Result<(), CliError> {
     match command {
         KindCommand::Get(args) => crate::cli::get::run(g, &args),
         KindCommand::Delete(args) => crate::cli::delete::run(g, &args),
     }
-}
-
-/// `sng schema KIND`: the JSON Schema of a kind.
-pub fn schema(args: &SchemaArgs) -> Result<(), CliError> {
-    let kind = parse_kind(&args.kind)?;
-    let schema = sng_api::schema::schema_of(kind);
-    println!("{}", serde_json::to_string_pretty(&schema).expect("json"));
-    Ok(())
 }
 
 /// `sng wait KIND NAME --for …`: long-poll the object until what `--for` names holds. A wait

@@ -351,7 +351,7 @@ fn schema_of_each_kind() {
         .unwrap();
     let text = String::from_utf8_lossy(&o.stdout);
     for needle in [
-        "^oci://[^?@]+$",
+        "^oci://[^/?@]+/",
         "^sha256:[a-f0-9]{64}$",
         "\"manual\"",
         "\"Destroy\"",

@@ -37,6 +37,7 @@ mod replicas;
 mod rotation;
 mod runs;
 mod s3;
+mod schemas;
 mod selectors;
 mod state_guard;
 mod tenant_isolation;
