@@ -120,8 +120,28 @@ fn every_schema_compiles_in_ajv_strict_mode_and_passes_the_metaschema() {
     }
     // No `format` at all: integer widths (`int64`, `uint32`) are no standard format, and
     // ajv in strict mode without ajv-formats refuses even the standard ones.
-    let text = schemas.to_string();
-    assert!(!text.contains("\"format\""), "a schema has a format");
+    // (A property may be named `format`, as the Webhook's is: only a string value is one.)
+    fn formats(v: &Value, at: &str, out: &mut Vec<String>) {
+        match v {
+            Value::Object(m) => {
+                if m.get("format").is_some_and(Value::is_string) {
+                    out.push(at.to_string());
+                }
+                for (k, v) in m {
+                    formats(v, &format!("{at}/{k}"), out);
+                }
+            }
+            Value::Array(items) => {
+                for (i, v) in items.iter().enumerate() {
+                    formats(v, &format!("{at}/{i}"), out);
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut found = Vec::new();
+    formats(&schemas, "", &mut found);
+    assert!(found.is_empty(), "a schema has a format: {found:?}");
     let dir = tempfile::tempdir().unwrap();
     let mut files = Vec::new();
     for (kind, schema) in schemas.as_object().unwrap() {

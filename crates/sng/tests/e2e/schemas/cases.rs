@@ -119,7 +119,7 @@ fn metadata_cases() -> Vec<Case> {
         bad("name ending with '-'", ws_meta("name: app-")),
         bad("name of 64 characters", ws_meta(&format!("name: {long}"))),
         bad("name a number", ws_meta("name: 12")),
-        bad("metadata unknown field", ws_meta("name: app\nnamespace: x")),
+        bad("metadata unknown field", ws_meta("name: app\ncluster: x")),
         bad(
             "label key starting with '-'",
             ws_meta("name: app\nlabels: {-a: b}"),
