@@ -11,12 +11,14 @@ pub mod apply;
 pub mod args;
 pub mod config;
 pub mod events;
+pub mod examples;
 pub mod explain;
 pub mod module;
 pub mod objects;
 pub mod quarantine;
 pub mod runs;
 pub mod server;
+pub mod shell;
 pub mod tenant;
 pub mod tokens;
 pub mod workspace;
@@ -104,7 +106,9 @@ pub enum Command {
     /// Named contexts (server, tenant, token) in the client config file, like kubeconfig.
     #[command(subcommand)]
     Config(config::ConfigCommand),
-    /// Publish and inspect OpenTofu modules in OCI registries.
+    /// Publish, list, inspect and pull OpenTofu modules in OCI registries, from this machine
+    /// straight to the registry: no sng server is involved (`--server`, `--token`, `--tenant`
+    /// and `--context` are not used; the registry's credentials come from `--auth-file`).
     #[command(subcommand)]
     Module(module::ModuleCommand),
     #[command(flatten)]
@@ -118,6 +122,15 @@ pub enum Command {
     /// The tokens of an AgentPool's remote agents: create, list, revoke.
     #[command(subcommand)]
     AgentPool(agents::AgentPoolCommand),
+    /// Print the shell completion script of `sng` (bash, zsh, fish).
+    Completion(shell::CompletionArgs),
+    /// Print the man page of `sng` (roff), or write one page per command with `--dir`.
+    Man(shell::ManArgs),
+}
+
+/// The clap command of `sng`, with the examples of [`examples`] in the help of each command.
+pub fn command() -> clap::Command {
+    examples::add(<Cli as clap::CommandFactory>::command())
 }
 
 /// Run the command: the client commands with the global flags completed from the config file's
@@ -135,7 +148,11 @@ pub fn run(cli: Cli, matches: &clap::ArgMatches) -> Result<(), CliError> {
     }
     // An agent that runs takes its token from its own flag or SNG_AGENT_TOKEN, never a context.
     let runs_an_agent = matches!(&cli.command, Command::Agent(a) if a.command.is_none());
-    if !matches!(cli.command, Command::Server(_) | Command::Schema(_)) && !runs_an_agent {
+    let local = matches!(
+        cli.command,
+        Command::Server(_) | Command::Schema(_) | Command::Completion(_) | Command::Man(_)
+    );
+    if !local && !runs_an_agent {
         config::apply(&mut g, matches)?;
     }
     let g = &g;
@@ -163,5 +180,7 @@ pub fn run(cli: Cli, matches: &clap::ArgMatches) -> Result<(), CliError> {
         Command::Events(command) => events::run(g, command),
         Command::Quarantine(command) => quarantine::run(g, command),
         Command::AgentPool(command) => agents::run_pool(g, command),
+        Command::Completion(args) => shell::completion(&args),
+        Command::Man(args) => shell::man(&args),
     }
 }

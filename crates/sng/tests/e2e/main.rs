@@ -36,6 +36,7 @@ mod rotation;
 mod runs;
 mod s3;
 mod selectors;
+mod service;
 mod state_guard;
 mod tenant_isolation;
 mod tenant_roles;

@@ -1,0 +1,98 @@
+//! Reachable like a service: a reader that goes away early (`sng … | head -1`), shell
+//! completions and man pages from the clap definitions, TLS serving, the OpenAPI description,
+//! the systemd unit example.
+
+use std::process::{Command, Stdio};
+
+use crate::common;
+use common::*;
+
+/// `sng ARGS` against `server` with its stdout a pipe whose reading end is closed before the
+/// command writes: what `| head -1` does to a long listing. Its exit status and stderr.
+fn with_closed_stdout(server: &Server, args: &[&str]) -> (std::process::ExitStatus, String) {
+    let mut child = Command::new(SNG)
+        .args(args)
+        .env("SNG_SERVER", &server.url)
+        .env("SNG_TOKEN", &server.token)
+        .env("SNG_TENANT", "default")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let output = child.wait_with_output().unwrap();
+    (output.status, err(&output))
+}
+
+#[test]
+fn a_reader_gone_early_ends_the_command_quietly() {
+    let data = tempfile::tempdir().unwrap();
+    let server = Server::start(data.path());
+    let manifests: String = (0..3)
+        .map(|i| {
+            format!(
+                "apiVersion: tofu.stackngo.io/v1alpha1\nkind: Workspace\nmetadata:\n  name: ws{i}\n\
+                 spec:\n  module:\n    source: oci://127.0.0.1:1/acme/m\n    tag: \"1.0.0\"\n---\n"
+            )
+        })
+        .collect();
+    server.apply(&manifests);
+    for args in [
+        &["kind", "get", "workspaces"][..],
+        &["kind", "get", "workspaces", "-o", "yaml"],
+        &["tenant", "list"],
+        &["events", "-o", "json"],
+        &["completion", "bash"],
+        &["man"],
+        &["--help"],
+    ] {
+        let (status, stderr) = with_closed_stdout(&server, args);
+        assert!(
+            !stderr.contains("panicked") && stderr.trim().is_empty(),
+            "sng {args:?}: {stderr}"
+        );
+        assert!(
+            matches!(status.code(), Some(0) | Some(141)),
+            "sng {args:?}: {status}"
+        );
+    }
+}
+
+fn sng_local(args: &[&str]) -> std::process::Output {
+    Command::new(SNG)
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn completions_and_man_pages_come_from_the_commands() {
+    let dir = tempfile::tempdir().unwrap();
+    let bash = ok(sng_local(&["completion", "bash"]));
+    assert!(bash.contains("apply") && bash.contains("kind"), "{bash}");
+    let script = write(dir.path(), "sng.bash", &bash);
+    let check = Command::new("bash").args(["-n", &script]).output().unwrap();
+    assert!(check.status.success(), "bash -n: {}", err(&check));
+    let zsh = ok(sng_local(&["completion", "zsh"]));
+    assert!(zsh.starts_with("#compdef sng"), "{zsh}");
+    let fish = ok(sng_local(&["completion", "fish"]));
+    assert!(fish.contains("complete -c sng"), "{fish}");
+    fails(&sng_local(&["completion", "tcsh"]), 2, "tcsh");
+
+    let page = ok(sng_local(&["man"]));
+    // roff: clap_mangen's string definitions, then the title line.
+    assert!(page.contains("\n.TH sng 1 "), "{page}");
+    assert!(page.contains("completion"), "{page}");
+    let pages = dir.path().join("man1");
+    ok(sng_local(&["man", "--dir", pages.to_str().unwrap()]));
+    for name in ["sng.1", "sng-apply.1", "sng-kind-get.1", "sng-server.1"] {
+        let text =
+            std::fs::read_to_string(pages.join(name)).unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert!(text.contains("\n.TH sng"), "{name}");
+    }
+    // Each command's page carries the example of its --help.
+    let get = std::fs::read_to_string(pages.join("sng-kind-get.1")).unwrap();
+    assert!(get.contains("sng kind get workspaces"), "{get}");
+}
