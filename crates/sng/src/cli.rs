@@ -57,8 +57,14 @@ pub struct Global {
     /// Tenant to act in.
     #[arg(long, env = "SNG_TENANT", default_value = "default", global = true)]
     pub tenant: String,
+    /// PEM file of a certificate authority trusted for an `https://` server, beside the
+    /// system's (which honour SSL_CERT_FILE and SSL_CERT_DIR).
+    #[arg(long, env = "SNG_CA_FILE", global = true, value_name = "FILE")]
+    pub ca_file: Option<std::path::PathBuf>,
 }
 
+// Parsed once per process: the size of `sng server`'s arguments does not matter.
+#[allow(clippy::large_enum_variant)]
 #[derive(Subcommand, Debug)]
 pub enum Command {
     /// Run the control plane: HTTP API and embedded store.

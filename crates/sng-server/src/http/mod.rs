@@ -118,6 +118,12 @@ pub fn router(state: AppState) -> Router {
         .with_state(state)
 }
 
+/// The state backend alone, for the loopback listener of local engines when the API is served
+/// over TLS.
+pub fn state_backend_router(state: AppState) -> Router {
+    state_backend().with_state(state)
+}
+
 /// The OpenTofu `http` state backend: `GET|POST|DELETE /state/v1/{tenant}/{workspace}` and
 /// `LOCK|UNLOCK …/lock`. The handlers read their bodies themselves, after checking the token,
 /// bounded by [`MAX_STATE_BYTES`] (not the framework's 2 MiB default): an unauthenticated

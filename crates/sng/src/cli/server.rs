@@ -71,6 +71,13 @@ pub struct ServerArgs {
     /// other registry or repository).
     #[arg(long, env = "SNG_SHARED_MODULES_AUTH", requires = "shared_modules")]
     pub shared_modules_auth: Option<PathBuf>,
+    /// Serve HTTPS with this certificate (PEM: the server's certificate, then its
+    /// intermediates); needs --tls-key. Clients of a private CA: `sng --ca-file` or SSL_CERT_FILE.
+    #[arg(long, env = "SNG_TLS_CERT", value_name = "FILE", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// Private key (PEM) of --tls-cert.
+    #[arg(long, env = "SNG_TLS_KEY", value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
 }
 
 #[derive(Subcommand, Debug)]
@@ -139,6 +146,10 @@ pub fn run(args: ServerArgs) -> Result<(), CliError> {
         lease: args.lease,
         tag_poll_interval: args.tag_poll_interval,
         shared_modules: args.shared_modules.zip(args.shared_modules_auth),
+        tls: args
+            .tls_cert
+            .zip(args.tls_key)
+            .map(|(cert, key)| sng_server::tls::TlsFiles { cert, key }),
     };
     runtime
         .block_on(sng_server::run(config))

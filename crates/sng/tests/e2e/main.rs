@@ -37,6 +37,7 @@ mod runs;
 mod s3;
 mod selectors;
 mod service;
+mod service_tls;
 mod state_guard;
 mod tenant_isolation;
 mod tenant_roles;
