@@ -13,6 +13,7 @@ mod events;
 mod extract;
 mod metrics;
 mod objects;
+pub mod openapi;
 mod page;
 mod quarantine;
 pub mod registry_hook;
@@ -37,6 +38,7 @@ pub fn router(state: AppState) -> Router {
     Router::new()
         .route("/healthz", get(|| async { "ok" }))
         .route("/metrics", get(metrics::metrics))
+        .route("/api/v1/openapi.json", get(openapi::serve))
         .route("/api/v1/stats", get(metrics::stats))
         .route(
             "/api/v1/tenants",

@@ -96,3 +96,76 @@ fn completions_and_man_pages_come_from_the_commands() {
     let get = std::fs::read_to_string(pages.join("sng-kind-get.1")).unwrap();
     assert!(get.contains("sng kind get workspaces"), "{get}");
 }
+
+/// `GET /api/v1/openapi.json`, without a token: an OpenAPI 3.1 document that
+/// `openapi-spec-validator` accepts, describing the routes the server answers.
+#[test]
+fn the_openapi_description_is_served_and_valid() {
+    let data = tempfile::tempdir().unwrap();
+    let server = Server::start(data.path());
+    let resp = reqwest::blocking::get(format!("{}/api/v1/openapi.json", server.url)).unwrap();
+    assert!(resp.status().is_success(), "{}", resp.status());
+    let text = resp.text().unwrap();
+    let doc: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(doc["openapi"], "3.1.0");
+    let spec = write(data.path(), "openapi.json", &text);
+
+    let python = repo_root().join(".tools/moto/bin/python");
+    assert!(
+        python.exists(),
+        "{} is missing: scripts/setup.sh installs openapi-spec-validator there",
+        python.display()
+    );
+    let check = Command::new(&python)
+        .args([
+            "-c",
+            "import json, sys\n\
+             from openapi_spec_validator import validate\n\
+             spec = json.load(open(sys.argv[1]))\n\
+             validate(spec)\n\
+             print('valid', spec['openapi'], len(spec['paths']))",
+            &spec,
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        check.status.success(),
+        "openapi-spec-validator: {}{}",
+        err(&check),
+        out(&check)
+    );
+    println!("{}", out(&check).trim());
+
+    // Every described GET without a path parameter answers (not the fallback's 404).
+    let paths = doc["paths"].as_object().unwrap();
+    assert!(paths.len() > 35, "{}", paths.len());
+    let http = reqwest::blocking::Client::new();
+    for (path, item) in paths {
+        if item.get("get").is_none() || path.contains('{') {
+            continue;
+        }
+        let status = http
+            .get(format!("{}{path}", server.url))
+            .bearer_auth(&server.token)
+            .send()
+            .unwrap()
+            .status();
+        assert!(status.is_success(), "GET {path}: {status}");
+    }
+    // A tenant's routes answer under the default tenant with the admin token.
+    for (path, item) in paths {
+        let concrete = path
+            .replace("{tenant}", "default")
+            .replace("{kind}", "workspaces");
+        if item.get("get").is_none() || concrete.contains('{') {
+            continue;
+        }
+        let status = http
+            .get(format!("{}{concrete}", server.url))
+            .bearer_auth(&server.token)
+            .send()
+            .unwrap()
+            .status();
+        assert_ne!(status.as_u16(), 404, "GET {concrete}");
+    }
+}
