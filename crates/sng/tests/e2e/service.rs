@@ -2,6 +2,7 @@
 //! completions and man pages from the clap definitions, TLS serving, the OpenAPI description,
 //! the systemd unit example.
 
+use std::path::Path;
 use std::process::{Command, Stdio};
 
 use crate::common;
@@ -168,4 +169,51 @@ fn the_openapi_description_is_served_and_valid() {
             .status();
         assert_ne!(status.as_u16(), 404, "GET {concrete}");
     }
+}
+
+/// `examples/systemd/sng.service` passes `systemd-analyze verify` (with its `ExecStart`
+/// pointed at the binary under test), without a warning about it. Skipped, saying so, where
+/// `systemd-analyze` is not installed.
+#[test]
+fn the_systemd_unit_example_verifies() {
+    let unit = std::fs::read_to_string(repo_root().join("examples/systemd/sng.service")).unwrap();
+    assert!(
+        unit.contains("ExecStart=/usr/local/bin/sng server"),
+        "{unit}"
+    );
+    for word in [
+        "--data-dir /var/lib/sng",
+        "--master-key-file",
+        "NoNewPrivileges=yes",
+    ] {
+        assert!(unit.contains(word), "{word}");
+    }
+    let Some(analyze) = ["/usr/bin/systemd-analyze", "/bin/systemd-analyze"]
+        .into_iter()
+        .find(|p| Path::new(p).exists())
+    else {
+        println!("skipped: systemd-analyze is not installed (apt-get install systemd)");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let copy = write(
+        dir.path(),
+        "sng.service",
+        &unit.replace("/usr/local/bin/sng", SNG),
+    );
+    let o = Command::new(analyze)
+        .args(["verify", "--man=no", &copy])
+        .output()
+        .unwrap();
+    let warnings: Vec<&str> = std::str::from_utf8(&o.stderr)
+        .unwrap()
+        .lines()
+        .filter(|l| l.contains("sng.service"))
+        .collect();
+    assert!(
+        o.status.success() && warnings.is_empty(),
+        "systemd-analyze verify: {}\n{}",
+        o.status,
+        err(&o)
+    );
 }
