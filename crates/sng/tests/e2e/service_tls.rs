@@ -16,7 +16,6 @@ fn start_tls(dir: &Path, ca: &TestCa, extra: &[&str]) -> Server {
     let child = Command::new(SNG)
         .args(["server", "--listen", "127.0.0.1:0", "--data-dir"])
         .arg(dir)
-        .args(["--engine", "/nonexistent/engine-disabled-in-this-test"])
         .arg("--tls-cert")
         .arg(&ca.server_cert)
         .arg("--tls-key")
@@ -84,7 +83,8 @@ fn sng_with(server: &Server, args: &[&str], env: &[(&str, &str)], input: Option<
 fn the_api_is_served_over_tls_to_clients_that_trust_its_ca() {
     let data = tempfile::tempdir().unwrap();
     let ca = TestCa::create(&data.path().join("pki")).unwrap();
-    let server = start_tls(&data.path().join("sng"), &ca, &[]);
+    let no_engine = ["--engine", "/nonexistent/engine-disabled-in-this-test"];
+    let server = start_tls(&data.path().join("sng"), &ca, &no_engine);
     assert!(
         server.url.starts_with("https://127.0.0.1:"),
         "{}",
@@ -181,4 +181,73 @@ fn tls_needs_both_files_and_usable_ones() {
         1,
         "--tls-cert",
     );
+}
+
+/// Over TLS, the engines of local runs still reach the state backend (a loopback listener of
+/// their own): a workspace applied through HTTPS becomes Ready, its state stored.
+#[test]
+fn runs_work_when_the_api_is_served_over_tls() {
+    let fx = Fixture::new();
+    let ca = TestCa::create(&fx.dir("pki")).unwrap();
+    fx.push_tf(
+        "acme/net",
+        "1",
+        "resource \"terraform_data\" \"n\" { input = \"x\" }\noutput \"id\" { value = terraform_data.n.id }\n",
+    );
+    let engine = engine();
+    let registry = registry_addr(&fx.reg);
+    let mirror = provider_mirror();
+    let server = start_tls(
+        &fx.dir("sng"),
+        &ca,
+        &[
+            "--engine",
+            &engine,
+            "--insecure-registry",
+            &registry,
+            "--provider-mirror",
+            &mirror,
+        ],
+    );
+    let ca_file = ca.ca.to_str().unwrap();
+    let manifest = workspace_manifest("net", &fx.source("acme/net"), "1", "");
+    ok(sng_with(
+        &server,
+        &["--ca-file", ca_file, "apply", "-f", "-"],
+        &[],
+        Some(&manifest),
+    ));
+    ok(sng_with(
+        &server,
+        &[
+            "--ca-file",
+            ca_file,
+            "wait",
+            "workspace",
+            "net",
+            "--for",
+            "condition=Ready",
+            "--timeout",
+            "3m",
+        ],
+        &[],
+        None,
+    ));
+    let state = ok(sng_with(
+        &server,
+        &[
+            "--ca-file",
+            ca_file,
+            "kind",
+            "get",
+            "workspace",
+            "net",
+            "-o",
+            "json",
+        ],
+        &[],
+        None,
+    ));
+    let ws: serde_json::Value = serde_json::from_str(&state).unwrap();
+    assert_ready(&ws);
 }
