@@ -16,7 +16,7 @@ pub enum Body {
     None,
     /// A JSON object.
     Json,
-    /// Manifests: one object, a `List`, JSON or YAML (multi-document).
+    /// Objects to apply: `{"items": [...], "dryRun": false}`.
     Manifests,
     /// An OpenTofu state (JSON), or bytes as the engine sends them.
     State,
@@ -96,9 +96,9 @@ pub const OPERATIONS: &[Operation] = &[
     op("get", "/healthz", "Liveness: `ok`", Public, Body::None, Text),
     op("get", "/metrics", "Prometheus metrics (text exposition format)", Public, Body::None, Text),
     op("get", "/api/v1/openapi.json", "This description of the API (OpenAPI 3.1)", Public, Body::None, OpenApi),
-    op("get", "/api/v1/stats", "Counts of objects and runs, by tenant and phase", Token, Body::None, Answer::Json),
+    op("get", "/api/v1/stats", "Counters of the platform (admin): reconcile passes, runs started and active", Token, Body::None, Answer::Json),
     op("get", "/api/v1/tenants", "List the tenants the token sees", Token, Body::None, List),
-    op("post", "/api/v1/tenants", "Create a tenant (platform admin)", Token, Body::Json, Object),
+    op("post", "/api/v1/tenants", "Create a tenant (platform admin): answers 201 with `{tenant, token}`", Token, Body::Json, Answer::Json),
     op("get", T, "Get a tenant", Token, Body::None, Object),
     op("delete", T, "Delete a tenant and everything in it (platform admin)", Token, Body::None, Answer::Json),
     op("post", "/api/v1/tenants/{tenant}/apply", "Create or update objects from manifests (`dryRun` to only show the changes)", Token, Body::Manifests, Apply),
@@ -116,11 +116,11 @@ pub const OPERATIONS: &[Operation] = &[
     op("get", "/api/v1/tenants/{tenant}/{kind}", "List the objects of a kind (`labelSelector`, `limit`, `continue`)", Token, Body::None, List),
     op("get", "/api/v1/tenants/{tenant}/{kind}/{name}", "Get one object", Token, Body::None, Object),
     op("delete", "/api/v1/tenants/{tenant}/{kind}/{name}", "Delete one object (a Workspace with deletionPolicy Destroy destroys first)", Token, Body::None, Answer::Json),
-    op("put", "/api/v1/tenants/{tenant}/{kind}/{name}/status", "Write the status of an object (controllers)", Token, Body::Json, Object),
-    op("patch", "/api/v1/tenants/{tenant}/{kind}/{name}/status", "Write the status of an object (controllers)", Token, Body::Json, Object),
+    op("put", "/api/v1/tenants/{tenant}/{kind}/{name}/status", "Refused (403): the status is written by the platform only", Token, Body::Json, Answer::Json),
+    op("patch", "/api/v1/tenants/{tenant}/{kind}/{name}/status", "Refused (403): the status is written by the platform only", Token, Body::Json, Answer::Json),
     op("get", "/state/v1/{tenant}/{workspace}", "State backend: the current state", Run, Body::None, State),
     op("post", "/state/v1/{tenant}/{workspace}", "State backend: write a new state version", Run, Body::State, Answer::Json),
-    op("delete", "/state/v1/{tenant}/{workspace}", "State backend: delete the state", Run, Body::None, Answer::Json),
+    op("delete", "/state/v1/{tenant}/{workspace}", "State backend: refused (405, 423 while locked): state versions are history", Run, Body::None, Answer::Json),
     op("post", "/agent/v1/register", "Agent: register with its pool token", Agent, Body::Json, Answer::Json),
     op("post", "/agent/v1/agents/{id}/status", "Agent: heartbeat of the agent", Agent, Body::Json, Answer::Json),
     op("post", "/agent/v1/agents/{id}/claim", "Agent: claim a job (long poll; 204 when none)", Agent, Body::Json, Answer::Json),
@@ -194,7 +194,7 @@ pub fn document() -> Value {
                 "token": {"type": "http", "scheme": "bearer", "description": "An API token (`sng token create`; the admin token in DATA_DIR/admin.token)"},
                 "agent": {"type": "http", "scheme": "bearer", "description": "An agent pool token (`sng agent-pool token create`)"},
                 "run": {"type": "http", "scheme": "basic", "description": "The run-scoped token the engine of a run is given"},
-                "hook": {"type": "apiKey", "in": "header", "name": "authorization", "description": "The tenant's registry notification secret"},
+                "hook": {"type": "http", "scheme": "bearer", "description": "Key `token` of the tenant's Secret `sng-registry-notifications`"},
             },
         },
     })
@@ -249,10 +249,14 @@ fn operation(o: &Operation) -> Value {
         Body::None => None,
         Body::Json => Some(json!({"application/json": {"schema": {"type": "object"}}})),
         Body::State => Some(json!({"application/json": {"schema": any}})),
-        Body::Manifests => Some(json!({
-            "application/json": {"schema": {"oneOf": [schema_ref("Object"), schema_ref("List")]}},
-            "application/yaml": {"schema": {"type": "string", "description": "YAML, one or more documents"}},
-        })),
+        Body::Manifests => Some(json!({"application/json": {"schema": {
+            "type": "object",
+            "required": ["items"],
+            "properties": {
+                "items": {"type": "array", "items": schema_ref("Object")},
+                "dryRun": {"type": "boolean", "default": false},
+            },
+        }}})),
     };
     if let Some(content) = body {
         value["requestBody"] = json!({"required": true, "content": content});
