@@ -68,8 +68,13 @@ impl Client {
     fn unreachable(&self, e: &reqwest::Error) -> CliError {
         let chain = error_chain(e);
         if chain.contains("certificate") || chain.contains("Certificate") {
+            // The innermost cause says what is wrong (reqwest's outer ones repeat the URL).
+            let why = chain.rsplit(": ").next().unwrap_or(&chain);
+            let why = chain
+                .find("invalid peer certificate")
+                .map_or(why, |i| &chain[i..]);
             return CliError::rejected(format!(
-                "cannot verify the TLS certificate of the sng server at `{}`: {chain}\n\
+                "cannot verify the TLS certificate of the sng server at `{}`: {why}\n\
                  hint: pass the CA that issued it with `--ca-file FILE` (or `SNG_CA_FILE`, `SSL_CERT_FILE`)",
                 self.base
             ));
