@@ -119,6 +119,32 @@ fn the_api_is_served_over_tls_to_clients_that_trust_its_ca() {
         assert!(listed.contains("web"), "{var}: {listed}");
     }
 
+    // A context keeps the CA with the server (kubeconfig's certificate-authority).
+    let config = data.path().join("config.yaml");
+    let config = config.to_str().unwrap();
+    let url = server.url.clone();
+    ok(sng_with(
+        &server,
+        &[
+            "--server",
+            &url,
+            "--ca-file",
+            ca_file,
+            "config",
+            "set-context",
+            "tls",
+        ],
+        &[("SNG_CONFIG", config)],
+        None,
+    ));
+    let listed = ok(sng_with(
+        &server,
+        &["--context", "tls", "kind", "get", "workspaces"],
+        &[("SNG_CONFIG", config)],
+        None,
+    ));
+    assert!(listed.contains("web"), "context: {listed}");
+
     // Without the CA: refused, saying why and what to do.
     let refused = sng_with(&server, &["kind", "get", "workspaces"], &[], None);
     let e = fails(&refused, 1, "TLS certificate");
