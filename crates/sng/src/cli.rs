@@ -112,9 +112,11 @@ pub enum Command {
     /// Named contexts (server, tenant, token) in the client config file, like kubeconfig.
     #[command(subcommand)]
     Config(config::ConfigCommand),
-    /// Publish, list, inspect and pull OpenTofu modules in OCI registries, from this machine
-    /// straight to the registry: no sng server is involved (`--server`, `--token`, `--tenant`
-    /// and `--context` are not used; the registry's credentials come from `--auth-file`).
+    /// Publish, list, inspect and pull OpenTofu modules in OCI registries.
+    ///
+    /// From this machine straight to the registry: no sng server is involved (`--server`,
+    /// `--token`, `--tenant` and `--context` are not used; the registry's credentials come from
+    /// `--auth-file`, `DOCKER_CONFIG` or `~/.docker/config.json`).
     #[command(subcommand)]
     Module(module::ModuleCommand),
     #[command(flatten)]

@@ -5,6 +5,31 @@
 /// `(path, examples)`: each line one command line, shown under `Examples:`.
 const EXAMPLES: &[(&str, &str)] = &[
     (
+        "",
+        "sng server --data-dir .sng &\n\
+         export SNG_TOKEN=$(cat .sng/admin.token)\n\
+         sng apply -f examples/workspaces/\n\
+         sng wait workspace web --for condition=Ready\n\
+         sng kind get workspaces",
+    ),
+    ("kind", "sng kind get workspaces\nsng kind delete workspace web --wait"),
+    ("tenant", "sng tenant create acme\nsng tenant list"),
+    ("token", "sng token create --role viewer\nsng token list"),
+    ("run", "sng run get RUN_ID"),
+    (
+        "config",
+        "sng --server https://sng.example:7373 --token $TOKEN config set-context prod\n\
+         sng config use-context prod",
+    ),
+    (
+        "module",
+        "sng module push ./net oci://registry.example/modules/net --tag 1.2.0\n\
+         sng module list oci://registry.example/modules/net",
+    ),
+    ("quarantine", "sng quarantine list\nsng quarantine discard PLAN_ID"),
+    ("agent-pool", "sng agent-pool token create edge"),
+    ("agent-pool token", "sng agent-pool token create edge\nsng agent-pool token list"),
+    (
         "server",
         "sng server --data-dir /var/lib/sng --listen 0.0.0.0:7373\n\
          sng server --data-dir .sng --tls-cert server.crt --tls-key server.key\n\
@@ -126,17 +151,12 @@ fn add_at(mut cmd: clap::Command, path: &str) -> clap::Command {
     cmd
 }
 
-/// Every command of `cmd` that runs by itself (no subcommand, or an optional one), by path,
-/// with its long help text.
+/// Every command of `cmd` (`sng` itself as the empty path), with its long help text.
 #[cfg(test)]
 pub fn leaves(cmd: &clap::Command) -> Vec<(String, String)> {
     fn walk(cmd: &clap::Command, path: &str, out: &mut Vec<(String, String)>) {
-        let subs: Vec<&clap::Command> = cmd.get_subcommands().collect();
-        if (subs.is_empty() || !cmd.is_subcommand_required_set()) && !path.is_empty() {
-            let help = cmd.clone().render_long_help().to_string();
-            out.push((path.to_string(), help));
-        }
-        for sub in subs {
+        out.push((path.to_string(), cmd.clone().render_long_help().to_string()));
+        for sub in cmd.get_subcommands() {
             let p = if path.is_empty() {
                 sub.get_name().to_string()
             } else {
@@ -154,7 +174,7 @@ pub fn leaves(cmd: &clap::Command) -> Vec<(String, String)> {
 mod tests {
     use super::*;
 
-    /// Every command that runs by itself shows an example in its `--help`.
+    /// Every command, its groups and `sng` itself, shows an example in its `--help`.
     #[test]
     fn every_command_has_an_example() {
         let leaves = leaves(&crate::cli::command());
@@ -173,7 +193,7 @@ mod tests {
         let cmd = crate::cli::command();
         for (path, lines) in EXAMPLES {
             let mut c = &cmd;
-            for word in path.split(' ') {
+            for word in path.split(' ').filter(|w| !w.is_empty()) {
                 c = c
                     .find_subcommand(word)
                     .unwrap_or_else(|| panic!("no command `{path}`"));
