@@ -8,8 +8,8 @@ const EXAMPLES: &[(&str, &str)] = &[
         "",
         "sng server --data-dir .sng &\n\
          export SNG_TOKEN=$(cat .sng/admin.token)\n\
-         sng apply -f examples/workspaces/\n\
-         sng wait workspace web --for condition=Ready\n\
+         sng apply -f examples/pet.yaml\n\
+         sng wait workspace pet --for condition=Ready\n\
          sng kind get workspaces",
     ),
     ("kind", "sng kind get workspaces\nsng kind delete workspace web --wait"),
@@ -47,7 +47,7 @@ const EXAMPLES: &[(&str, &str)] = &[
     ("agent list", "sng agent list\nsng agent list -o wide"),
     (
         "apply",
-        "sng apply -f examples/workspaces/\ncat ws.yaml | sng apply -f -",
+        "sng apply -f examples/pet.yaml\nsng apply -f examples/\ncat ws.yaml | sng apply -f -",
     ),
     (
         "kind get",
@@ -74,7 +74,7 @@ const EXAMPLES: &[(&str, &str)] = &[
         "approve",
         "sng approve workspace web $(sng kind get ws web -o json | jq -r .status.lastPlan.id)",
     ),
-    ("plan", "sng plan -f ws.yaml\nsng plan -f examples/workspaces/ -o json"),
+    ("plan", "sng plan -f ws.yaml\nsng plan -f examples/ -o json"),
     ("rollback", "sng rollback workspace web --to RUN_ID"),
     ("explain", "sng explain workspace web"),
     ("drift", "sng drift workspace web"),
