@@ -63,6 +63,8 @@ pub struct Client {
     http: reqwest::Client,
     base: String,
     token: String,
+    /// The PEM of `--ca-file`, for the engines' `http` backend too.
+    ca_pem: Option<String>,
 }
 
 impl std::fmt::Debug for Client {
@@ -94,6 +96,7 @@ impl Client {
             return Err(ClientError::BadUrl(server.to_string()));
         }
         let mut builder = reqwest::Client::builder();
+        let mut ca_pem = None;
         if let Some(path) = ca {
             let bad = |why: String| ClientError::Ca(path.display().to_string(), why);
             let pem = std::fs::read(path).map_err(|e| bad(e.to_string()))?;
@@ -105,6 +108,7 @@ impl Client {
             for cert in certs {
                 builder = builder.add_root_certificate(cert);
             }
+            ca_pem = Some(String::from_utf8_lossy(&pem).into_owned());
         }
         let http = builder
             .timeout(REQUEST_TIMEOUT)
@@ -116,7 +120,13 @@ impl Client {
             http,
             base,
             token: token.to_string(),
+            ca_pem,
         })
+    }
+
+    /// The certificate authorities of `--ca-file` (PEM), when given.
+    pub fn ca_pem(&self) -> Option<&str> {
+        self.ca_pem.as_deref()
     }
 
     /// The server's URL, without a trailing `/`.

@@ -277,3 +277,101 @@ fn runs_work_when_the_api_is_served_over_tls() {
     let ws: serde_json::Value = serde_json::from_str(&state).unwrap();
     assert_ready(&ws);
 }
+
+/// Kills the process when dropped.
+struct Killed(std::process::Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A remote agent given the private CA with `--ca-file` claims a job over HTTPS, and its engine
+/// reaches the state backend at the same `https://` server (the CA passed on to it).
+#[test]
+fn a_remote_agent_runs_against_a_tls_server_with_its_ca() {
+    let fx = Fixture::new();
+    let ca = TestCa::create(&fx.dir("pki")).unwrap();
+    fx.push_tf(
+        "acme/hello",
+        "1",
+        "resource \"terraform_data\" \"a\" { input = \"x\" }\noutput \"o\" { value = terraform_data.a.output }\n",
+    );
+    // The server needs a working platform to hand out jobs (its engine runs none of them).
+    let (engine, mirror, registry) = (engine(), provider_mirror(), registry_addr(&fx.reg));
+    let server = start_tls(
+        &fx.dir("sng"),
+        &ca,
+        &[
+            "--engine",
+            &engine,
+            "--provider-mirror",
+            &mirror,
+            "--insecure-registry",
+            &registry,
+        ],
+    );
+    let ca_file = ca.ca.to_str().unwrap();
+    let cli = |args: &[&str], input: Option<&str>| {
+        let mut all = vec!["--ca-file", ca_file];
+        all.extend_from_slice(args);
+        ok(sng_with(&server, &all, &[], input))
+    };
+    cli(
+        &["apply", "-f", "-"],
+        Some(&common::agents::pool_manifest("edge", &["remote"], "")),
+    );
+    let token = cli(&["agent-pool", "token", "create", "edge"], None);
+    let token = token.lines().last().unwrap().trim().to_string();
+    let log = fx.dir("agent").join("agent.log");
+    let _agent = Killed(
+        Command::new(SNG)
+            .args(["agent", "--server", &server.url, "--token", &token])
+            .args(["--name", "edge-1", "--ca-file", ca_file])
+            .args(["--engine", &engine, "--provider-mirror", &mirror])
+            .args(["--insecure-registry", &registry])
+            .arg("--work-dir")
+            .arg(fx.dir("agent").join("work"))
+            .env_remove("SNG_TOKEN")
+            .env_remove("SSL_CERT_FILE")
+            .env("SNG_LOG", "info")
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&log).unwrap())
+            .spawn()
+            .unwrap(),
+    );
+    let manifest = workspace_manifest("remote", &fx.source("acme/hello"), "1", "");
+    cli(&["apply", "-f", "-"], Some(&manifest));
+    let waited = sng_with(
+        &server,
+        &[
+            "--ca-file",
+            ca_file,
+            "wait",
+            "workspace",
+            "remote",
+            "--for",
+            "condition=Ready",
+            "--timeout",
+            "3m",
+        ],
+        &[],
+        None,
+    );
+    assert!(
+        waited.status.success(),
+        "{}\nagent log:\n{}",
+        err(&waited),
+        std::fs::read_to_string(&log).unwrap_or_default()
+    );
+    let runs = cli(&["runs", "workspace", "remote", "-o", "json"], None);
+    let runs: serde_json::Value = serde_json::from_str(&runs).unwrap();
+    let run = &runs[0];
+    assert!(
+        run["agent"].as_str().unwrap_or("").starts_with("agt-"),
+        "ran on the remote agent: {run}"
+    );
+    assert!(run["stateSerialAfter"].as_i64().unwrap_or(0) >= 1, "{run}");
+}
