@@ -12,7 +12,7 @@ use serde_json::Value;
 pub const HINT_PREFIX: &str = "hint: ";
 
 /// One cause of a validation error.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema, PartialEq, Eq)]
 pub struct Cause {
     /// `Workspace "app"` or `document 2`.
     pub object: String,
@@ -34,7 +34,7 @@ impl Cause {
 }
 
 /// Causes of a failure.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema, PartialEq, Eq)]
 pub struct StatusDetails {
     /// One per broken rule.
     #[serde(default)]
@@ -42,7 +42,7 @@ pub struct StatusDetails {
 }
 
 /// The wire shape of an error.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema, PartialEq, Eq)]
 #[serde(rename_all = "camelCase")]
 pub struct StatusBody {
     /// Always `Status`.
@@ -117,7 +117,7 @@ impl StatusBody {
 }
 
 /// The `metadata` of a listing page.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema, PartialEq, Eq)]
 pub struct ListMeta {
     /// The cursor of the next page; absent on the last page.
     #[serde(rename = "continue", default, skip_serializing_if = "Option::is_none")]
@@ -131,7 +131,7 @@ impl ListMeta {
 }
 
 /// A listing, or one page of it (`?limit=`): `metadata.continue` when more remain.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct List<T = Value> {
     /// Always `v1`.
@@ -140,6 +140,7 @@ pub struct List<T = Value> {
     pub kind: String,
     /// The items.
     #[serde(default = "Vec::new")]
+    #[schemars(default = "Vec::<T>::new")]
     pub items: Vec<T>,
     /// The next page's cursor, when more remain.
     #[serde(default, skip_serializing_if = "ListMeta::is_empty")]
@@ -169,7 +170,7 @@ impl<T> List<T> {
 }
 
 /// What an apply did to one object (`kubectl apply` words).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum ApplyOutcome {
     /// The object did not exist.
@@ -198,7 +199,7 @@ impl std::fmt::Display for ApplyOutcome {
 }
 
 /// One line of an apply answer.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema, PartialEq)]
 pub struct ApplyResult {
     /// Kind of the object.
     pub kind: String,
@@ -211,7 +212,7 @@ pub struct ApplyResult {
 }
 
 /// The answer to an apply: one line per object; with `dryRun`, what would change and run.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct ApplyAnswer {
     /// One line per object, in the order of the request.

@@ -14,6 +14,7 @@ pub mod reconcile;
 pub mod remote;
 pub mod serve;
 pub mod service;
+pub mod tls;
 
 use std::io::Write as _;
 use std::os::unix::fs::{DirBuilderExt as _, OpenOptionsExt as _};
@@ -70,6 +71,8 @@ pub struct Config {
     pub shared_modules: Option<(String, PathBuf)>,
     /// `GET /metrics` without a token (`--metrics-public`).
     pub metrics_public: bool,
+    /// Serve HTTPS with this certificate chain and key (`--tls-cert`, `--tls-key`).
+    pub tls: Option<tls::TlsFiles>,
 }
 
 impl Config {
@@ -297,6 +300,10 @@ pub async fn run(mut config: Config) -> Result<(), ServerError> {
     if let Some(lease) = config.lease {
         platform::agent::set_lease(lease);
     }
+    let tls = match &config.tls {
+        Some(files) => Some(tls::acceptor(files).map_err(|e| ServerError::Config(e.to_string()))?),
+        None => None,
+    };
     let store = Arc::new(open_store_at(config.store_location())?);
     import_log_files(&store, &config.data_dir.join("logs"));
     let listener = tokio::net::TcpListener::bind(&config.listen)
@@ -311,9 +318,26 @@ pub async fn run(mut config: Config) -> Result<(), ServerError> {
             addr: config.listen.clone(),
             source,
         })?;
-    let url = format!("http://{addr}");
+    let url = format!("{}://{addr}", if tls.is_some() { "https" } else { "http" });
+    // Over TLS, the engines of local runs reach the state backend on a loopback listener of
+    // their own (plain HTTP, state routes only): they need not trust the API's certificate.
+    let engine_listener = match &tls {
+        Some(_) => Some(
+            tls::engine_listener()
+                .await
+                .map_err(|source| ServerError::Listen {
+                    addr: "127.0.0.1:0".into(),
+                    source,
+                })?,
+        ),
+        None => None,
+    };
+    let state_url = match &engine_listener {
+        Some((_, url)) => url.clone(),
+        None => url.clone(),
+    };
     let stop = tokio_util::sync::CancellationToken::new();
-    let platform = start_platform(&config, store.clone(), &url)?;
+    let platform = start_platform(&config, store.clone(), &state_url)?;
     let reconciler = platform
         .clone()
         .map(|p| tokio::spawn(reconcile::reconcile_loop(p, stop.clone())));
@@ -334,11 +358,15 @@ pub async fn run(mut config: Config) -> Result<(), ServerError> {
     let url_path = config.data_dir.join("server.url");
     std::fs::write(&url_path, format!("{url}\n")).map_err(io_err(&url_path))?;
     tracing::info!(%url, data_dir = %config.data_dir.display(), "sng server listening");
-    let app = router(AppState {
+    let state = AppState {
         store,
         platform: platform.clone(),
         metrics_public: config.metrics_public,
-    });
+    };
+    let engine_app = engine_listener
+        .as_ref()
+        .map(|_| http::state_backend_router(state.clone()));
+    let app = router(state);
     let descriptors = serve::raise_descriptor_limit();
     let limits = serve::Limits::from_env().fit_descriptors(descriptors);
     tracing::info!(
@@ -347,7 +375,10 @@ pub async fn run(mut config: Config) -> Result<(), ServerError> {
         "connection bounds"
     );
     let shutdown = serve::Shutdown::default();
-    let server = tokio::spawn(serve::serve(listener, app, limits, shutdown.clone()));
+    let server = tokio::spawn(serve::serve(listener, app, limits, shutdown.clone(), tls));
+    let engine_server = engine_listener
+        .zip(engine_app)
+        .map(|((l, _), app)| tokio::spawn(serve::serve(l, app, limits, shutdown.clone(), None)));
     let signal = shutdown_signal().await;
     // Stop in two steps. First: no new runs, nothing served but the state backend, and the
     // running engines interrupted: they finish what they were doing and upload their last state
@@ -373,6 +404,9 @@ pub async fn run(mut config: Config) -> Result<(), ServerError> {
     }
     let _ = delivery.await;
     shutdown.close();
+    if let Some(s) = engine_server {
+        let _ = s.await;
+    }
     if let Ok(Err(source)) = server.await {
         return Err(ServerError::Listen {
             addr: config.listen.clone(),

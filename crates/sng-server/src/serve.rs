@@ -10,6 +10,7 @@
 //! * at most [`Limits::max_connections`] connections are served at once; one more is answered
 //!   `503` and closed at once (graceful refusal), so that a flood of sockets cannot exhaust the
 //!   file descriptors the store and the runs need;
+//! * over TLS, the handshake must end within [`Limits::header_read_timeout`] too;
 //! * a stop is in two steps ([`Shutdown`]): first everything but the state backend answers `503`
 //!   while interrupted engines still upload their last state, then connections are closed.
 
@@ -151,12 +152,14 @@ pub fn served_while_draining(path: &str) -> bool {
 /// Connections refused because the bound was reached, since start.
 pub static REFUSED_CONNECTIONS: AtomicU64 = AtomicU64::new(0);
 
-/// Serve `app` on `listener` until [`Shutdown::close`], within `limits`.
+/// Serve `app` on `listener` until [`Shutdown::close`], within `limits`; over TLS when `tls`
+/// is given (`--tls-cert`, `--tls-key`).
 pub async fn serve(
     listener: TcpListener,
     app: Router,
     limits: Limits,
     shutdown: Shutdown,
+    tls: Option<crate::tls::TlsAcceptor>,
 ) -> std::io::Result<()> {
     let slots = Arc::new(Semaphore::new(limits.max_connections));
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();
@@ -183,7 +186,10 @@ pub async fn serve(
         };
         let Ok(permit) = slots.clone().try_acquire_owned() else {
             REFUSED_CONNECTIONS.fetch_add(1, Ordering::Relaxed);
-            tokio::spawn(refuse(stream));
+            // Over TLS, a plain-text 503 would only be a handshake error: just close.
+            if tls.is_none() {
+                tokio::spawn(refuse(stream));
+            }
             continue;
         };
         let _ = stream.set_nodelay(true);
@@ -208,10 +214,36 @@ pub async fn serve(
                 }
             }
         });
-        let conn = builder.serve_connection(TokioIo::new(stream), service);
-        let conn = graceful.watch(conn);
+        let builder = builder.clone();
+        let watcher = graceful.watcher();
+        let tls = tls.clone();
         tokio::spawn(async move {
-            if let Err(e) = conn.await {
+            let ended = match tls {
+                None => {
+                    let conn = builder.serve_connection(TokioIo::new(stream), service);
+                    watcher.watch(conn).await
+                }
+                // The handshake is bounded like a request head: a client that opens a
+                // connection and says nothing holds its slot no longer.
+                Some(tls) => {
+                    match tokio::time::timeout(limits.header_read_timeout, tls.accept(stream)).await
+                    {
+                        Ok(Ok(stream)) => {
+                            let conn = builder.serve_connection(TokioIo::new(stream), service);
+                            watcher.watch(conn).await
+                        }
+                        Ok(Err(e)) => {
+                            tracing::debug!(error = %e, "TLS handshake failed");
+                            Ok(())
+                        }
+                        Err(_) => {
+                            tracing::debug!("TLS handshake timed out");
+                            Ok(())
+                        }
+                    }
+                }
+            };
+            if let Err(e) = ended {
                 tracing::debug!(error = %e, "connection ended with an error");
             }
             drop(permit);

@@ -13,6 +13,7 @@ pub mod config;
 pub mod delete;
 pub mod describe;
 pub mod events;
+pub mod examples;
 pub mod explain;
 pub mod get;
 pub mod module;
@@ -22,6 +23,7 @@ pub mod runs;
 pub mod schema;
 pub mod server;
 pub mod server_ready;
+pub mod shell;
 pub mod tenant;
 pub mod tokens;
 pub mod workspace;
@@ -60,8 +62,14 @@ pub struct Global {
     /// Tenant to act in (default: a tenant token's own tenant, else `default`).
     #[arg(long, env = "SNG_TENANT", default_value = "default", global = true)]
     pub tenant: String,
+    /// PEM file of a certificate authority trusted for an `https://` server, beside the
+    /// system's (which honour SSL_CERT_FILE and SSL_CERT_DIR).
+    #[arg(long, env = "SNG_CA_FILE", global = true, value_name = "FILE")]
+    pub ca_file: Option<std::path::PathBuf>,
 }
 
+// Parsed once per process: the size of `sng server`'s arguments does not matter.
+#[allow(clippy::large_enum_variant)]
 #[derive(Subcommand, Debug)]
 pub enum Command {
     /// Run the control plane: HTTP API and embedded store.
@@ -119,7 +127,11 @@ pub enum Command {
     /// Named contexts (server, tenant, token) in the client config file, like kubeconfig.
     #[command(subcommand)]
     Config(config::ConfigCommand),
-    /// Publish and inspect OpenTofu modules in OCI registries.
+    /// Publish, list, inspect and pull OpenTofu modules in OCI registries.
+    ///
+    /// From this machine straight to the registry: no sng server is involved (`--server`,
+    /// `--token`, `--tenant` and `--context` are not used; the registry's credentials come from
+    /// `--auth-file`, `DOCKER_CONFIG` or `~/.docker/config.json`).
     #[command(subcommand)]
     Module(module::ModuleCommand),
     #[command(flatten)]
@@ -134,6 +146,15 @@ pub enum Command {
     /// The tokens of an AgentPool's remote agents: create, list, revoke.
     #[command(subcommand)]
     AgentPool(agents::AgentPoolCommand),
+    /// Print the shell completion script of `sng` (bash, zsh, fish).
+    Completion(shell::CompletionArgs),
+    /// Print the man page of `sng` (roff), or write one page per command with `--dir`.
+    Man(shell::ManArgs),
+}
+
+/// The clap command of `sng`, with the examples of [`examples`] in the help of each command.
+pub fn command() -> clap::Command {
+    examples::add(<Cli as clap::CommandFactory>::command())
 }
 
 /// Run the command: the client commands with the global flags completed from the config file's
@@ -153,9 +174,17 @@ pub fn run(cli: Cli, matches: &clap::ArgMatches) -> Result<(), CliError> {
     let runs_an_agent = matches!(&cli.command, Command::Agent(a) if a.command.is_none());
     let offline = matches!(
         cli.command,
-        Command::Server(_) | Command::Schema(_) | Command::Module(_)
+        Command::Server(_)
+            | Command::Schema(_)
+            | Command::Module(_)
+            | Command::Completion(_)
+            | Command::Man(_)
     );
-    if !matches!(cli.command, Command::Server(_) | Command::Schema(_)) && !runs_an_agent {
+    let local = matches!(
+        cli.command,
+        Command::Server(_) | Command::Schema(_) | Command::Completion(_) | Command::Man(_)
+    );
+    if !local && !runs_an_agent {
         let tenant_given = config::apply(&mut g, matches)?;
         // A tenant token knows its tenant: with no tenant given, act in it, not in `default`.
         if !tenant_given && !offline && !matches!(cli.command, Command::Agent(_)) {
@@ -192,5 +221,7 @@ pub fn run(cli: Cli, matches: &clap::ArgMatches) -> Result<(), CliError> {
         Command::Events(command) => events::run(g, command),
         Command::Quarantine(command) => quarantine::run(g, command),
         Command::AgentPool(command) => agents::run_pool(g, command),
+        Command::Completion(args) => shell::completion(&args),
+        Command::Man(args) => shell::man(&args),
     }
 }

@@ -22,8 +22,13 @@ impl Client {
                 "no token\nhint: pass `--token` or set `SNG_TOKEN` (the server writes its admin token to DATA_DIR/admin.token)".into(),
             )
         })?;
-        let http = Http::builder()
-            .timeout(std::time::Duration::from_secs(60))
+        let mut http = Http::builder().timeout(std::time::Duration::from_secs(60));
+        if let Some(path) = &g.ca_file {
+            for cert in ca_certificates(path)? {
+                http = http.add_root_certificate(cert);
+            }
+        }
+        let http = http
             .build()
             .map_err(|e| CliError::rejected(format!("cannot build the HTTP client: {e}")))?;
         Ok(Client {
@@ -39,13 +44,10 @@ impl Client {
     }
 
     fn send(&self, req: RequestBuilder) -> Result<Value, CliError> {
-        let resp = req.bearer_auth(&self.token).send().map_err(|e| {
-            let what = if e.is_connect() { "cannot connect to" } else { "request to" };
-            CliError::rejected(format!(
-                "{what} the sng server at `{}` failed\nhint: start one with `sng server` or set `SNG_SERVER`",
-                self.base
-            ))
-        })?;
+        let resp = req
+            .bearer_auth(&self.token)
+            .send()
+            .map_err(|e| self.unreachable(&e))?;
         let status = resp.status();
         let text = resp.text().unwrap_or_default();
         if status.is_success() {
@@ -61,6 +63,33 @@ impl Client {
         }
     }
 
+    /// Why the server could not be reached, with what to do: a certificate it was not
+    /// trusted for is told apart from a server that is not there.
+    fn unreachable(&self, e: &reqwest::Error) -> CliError {
+        let chain = error_chain(e);
+        if chain.contains("certificate") || chain.contains("Certificate") {
+            // The innermost cause says what is wrong (reqwest's outer ones repeat the URL).
+            let why = chain.rsplit(": ").next().unwrap_or(&chain);
+            let why = chain
+                .find("invalid peer certificate")
+                .map_or(why, |i| &chain[i..]);
+            return CliError::rejected(format!(
+                "cannot verify the TLS certificate of the sng server at `{}`: {why}\n\
+                 hint: pass the CA that issued it with `--ca-file FILE` (or `SNG_CA_FILE`, `SSL_CERT_FILE`)",
+                self.base
+            ));
+        }
+        let what = if e.is_connect() {
+            "cannot connect to"
+        } else {
+            "request to"
+        };
+        CliError::rejected(format!(
+            "{what} the sng server at `{}` failed\nhint: start one with `sng server` or set `SNG_SERVER`",
+            self.base
+        ))
+    }
+
     /// GET a path answering text, with the response headers.
     pub fn get_text_with_headers(
         &self,
@@ -71,12 +100,7 @@ impl Client {
             .get(self.url(path))
             .bearer_auth(&self.token)
             .send()
-            .map_err(|_| {
-                CliError::rejected(format!(
-                    "cannot connect to the sng server at `{}`",
-                    self.base
-                ))
-            })?;
+            .map_err(|e| self.unreachable(&e))?;
         let status = resp.status();
         let headers = resp.headers().clone();
         let text = resp.text().unwrap_or_default();
@@ -146,6 +170,39 @@ impl Client {
     pub fn delete(&self, path: &str) -> Result<Value, CliError> {
         self.send(self.http.delete(self.url(path)))
     }
+}
+
+/// The causes of an error, outermost first, joined by `: `.
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut parts = vec![e.to_string()];
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        let text = c.to_string();
+        if !parts.iter().any(|p| p.contains(&text)) {
+            parts.push(text);
+        }
+        cause = c.source();
+    }
+    parts.join(": ")
+}
+
+/// The certificates of a PEM file given with `--ca-file`.
+fn ca_certificates(path: &std::path::Path) -> Result<Vec<reqwest::Certificate>, CliError> {
+    let pem = std::fs::read(path)
+        .map_err(|e| CliError::Usage(format!("--ca-file `{}`: {e}", path.display())))?;
+    let certs = reqwest::Certificate::from_pem_bundle(&pem).map_err(|e| {
+        CliError::Usage(format!(
+            "--ca-file `{}`: not PEM certificates: {e}",
+            path.display()
+        ))
+    })?;
+    if certs.is_empty() {
+        return Err(CliError::Usage(format!(
+            "--ca-file `{}`: no CERTIFICATE block in it",
+            path.display()
+        )));
+    }
+    Ok(certs)
 }
 
 /// Percent-encoding of a path segment or query value (names are DNS labels, ids UUIDs: rarely needed).

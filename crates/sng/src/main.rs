@@ -9,7 +9,7 @@ mod table;
 
 use std::process::ExitCode;
 
-use clap::{CommandFactory as _, FromArgMatches as _};
+use clap::FromArgMatches as _;
 
 fn main() -> ExitCode {
     // The server re-executes itself to evaluate a policy in a bounded process (hidden).
@@ -24,10 +24,49 @@ fn main() -> ExitCode {
             .collect();
         return sng_policy::sandbox::child_main(&rest);
     }
-    let matches = cli::Cli::command().get_matches();
+    quiet_broken_pipe();
+    let matches = cli::command().get_matches();
     let cli = cli::Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     match cli::run(cli, &matches) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => e.report(),
+    }
+}
+
+/// `sng … | head -1`: once the reader of stdout is gone, `println!` panics with a broken pipe;
+/// exit quietly then, with the code of a process ended by SIGPIPE (128 + 13), as a C or Go
+/// program would. Every other panic is reported as usual.
+fn quiet_broken_pipe() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let message = info
+            .payload()
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| info.payload().downcast_ref::<&str>().copied())
+            .unwrap_or("");
+        if is_broken_pipe(message) {
+            std::process::exit(141);
+        }
+        default(info);
+    }));
+}
+
+/// Whether a panic message is the one of `print!` to a closed pipe (pure).
+fn is_broken_pipe(message: &str) -> bool {
+    message.starts_with("failed printing to std") && message.contains("Broken pipe")
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn only_a_broken_pipe_is_quiet() {
+        assert!(super::is_broken_pipe(
+            "failed printing to stdout: Broken pipe (os error 32)"
+        ));
+        assert!(!super::is_broken_pipe("index out of bounds"));
+        assert!(!super::is_broken_pipe(
+            "failed printing to stdout: No space left on device (os error 28)"
+        ));
     }
 }

@@ -16,6 +16,7 @@ mod events;
 mod extract;
 mod metrics;
 mod objects;
+pub mod openapi;
 mod page;
 mod probes;
 mod process;
@@ -51,6 +52,7 @@ fn routes(state: AppState) -> Router {
         .route("/readyz", get(probes::readyz))
         .route("/version", get(probes::version))
         .route("/metrics", get(metrics::metrics))
+        .route("/api/v1/openapi.json", get(openapi::serve))
         .route("/api/v1/stats", get(metrics::stats))
         .route("/api/v1/whoami", get(tokens::whoami))
         .route(
@@ -133,6 +135,12 @@ fn routes(state: AppState) -> Router {
         .with_state(state)
         // Last: every answer, the fallback's and the errors' too, carries `X-Correlation-Id`.
         .layer(axum::middleware::from_fn(correlation::correlate))
+}
+
+/// The state backend alone, for the loopback listener of local engines when the API is served
+/// over TLS.
+pub fn state_backend_router(state: AppState) -> Router {
+    state_backend().with_state(state)
 }
 
 /// The OpenTofu `http` state backend: `GET|POST|DELETE /state/v1/{tenant}/{workspace}` and

@@ -52,6 +52,9 @@ pub enum ClientError {
     /// The HTTP client could not be built.
     #[error("cannot build the HTTP client")]
     Build(#[source] reqwest::Error),
+    /// `--ca-file` cannot be used.
+    #[error("--ca-file `{0}`: {1}")]
+    Ca(String, String),
 }
 
 /// The agent's connection to its server. Cheap to clone.
@@ -60,6 +63,8 @@ pub struct Client {
     http: reqwest::Client,
     base: String,
     token: String,
+    /// The PEM of `--ca-file`, for the engines' `http` backend too.
+    ca_pem: Option<String>,
 }
 
 impl std::fmt::Debug for Client {
@@ -77,11 +82,35 @@ const REQUEST_TIMEOUT: Duration = Duration::from_secs(45);
 impl Client {
     /// A client of the server at `server` (`https://sng.example.com`, a trailing `/` ignored).
     pub fn new(server: &str, token: &str) -> Result<Client, ClientError> {
+        Client::with_ca(server, token, None)
+    }
+
+    /// [`Client::new`], trusting the certificate authorities of the PEM file `ca` too.
+    pub fn with_ca(
+        server: &str,
+        token: &str,
+        ca: Option<&std::path::Path>,
+    ) -> Result<Client, ClientError> {
         let base = server.trim_end_matches('/').to_string();
         if !(base.starts_with("http://") || base.starts_with("https://")) {
             return Err(ClientError::BadUrl(server.to_string()));
         }
-        let http = reqwest::Client::builder()
+        let mut builder = reqwest::Client::builder();
+        let mut ca_pem = None;
+        if let Some(path) = ca {
+            let bad = |why: String| ClientError::Ca(path.display().to_string(), why);
+            let pem = std::fs::read(path).map_err(|e| bad(e.to_string()))?;
+            let certs = reqwest::Certificate::from_pem_bundle(&pem)
+                .map_err(|e| bad(format!("not PEM certificates: {e}")))?;
+            if certs.is_empty() {
+                return Err(bad("no CERTIFICATE block in it".into()));
+            }
+            for cert in certs {
+                builder = builder.add_root_certificate(cert);
+            }
+            ca_pem = Some(String::from_utf8_lossy(&pem).into_owned());
+        }
+        let http = builder
             .timeout(REQUEST_TIMEOUT)
             .connect_timeout(Duration::from_secs(10))
             .user_agent(concat!("sng-agent/", env!("CARGO_PKG_VERSION")))
@@ -91,7 +120,13 @@ impl Client {
             http,
             base,
             token: token.to_string(),
+            ca_pem,
         })
+    }
+
+    /// The certificate authorities of `--ca-file` (PEM), when given.
+    pub fn ca_pem(&self) -> Option<&str> {
+        self.ca_pem.as_deref()
     }
 
     /// The server's URL, without a trailing `/`.

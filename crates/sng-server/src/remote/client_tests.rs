@@ -114,3 +114,16 @@ fn only_http_urls() {
         !format!("{:?}", Client::new("https://s", "tok-secret").unwrap()).contains("tok-secret")
     );
 }
+
+#[test]
+fn a_ca_file_that_cannot_be_used_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("bad.pem");
+    std::fs::write(&bad, "not a certificate\n").unwrap();
+    let e = Client::with_ca("https://s", "t", Some(&bad)).err().unwrap();
+    assert!(e.to_string().starts_with("--ca-file `"), "{e}");
+    let e = Client::with_ca("https://s", "t", Some(&dir.path().join("nope.pem")))
+        .err()
+        .unwrap();
+    assert!(e.to_string().contains("nope.pem"), "{e}");
+}

@@ -138,7 +138,10 @@ async fn execute(
     claim: sng_api::agent::Claim,
     reporter: QueueReporter,
 ) -> JobOutcome {
-    let sng_api::agent::Claim { mut spec, secrets } = claim;
+    let sng_api::agent::Claim {
+        mut spec,
+        mut secrets,
+    } = claim;
     let module = &spec.module;
     let fetched = tokio::select! {
         f = fetch_module(shared, module, secrets.registry.as_ref()) => f,
@@ -155,6 +158,12 @@ async fn execute(
         }
     };
     spec.backend = rewrite_backend(spec.backend, shared.client.base());
+    // The engine reaches the state backend at `--server` too: it trusts `--ca-file` as well.
+    if let (Backend::Http { .. }, Some(pem)) = (&spec.backend, shared.client.ca_pem()) {
+        secrets
+            .env
+            .push(("TF_HTTP_CLIENT_CA_CERTIFICATE_PEM".into(), pem.to_string()));
+    }
     let input = RunInput {
         spec,
         secrets,

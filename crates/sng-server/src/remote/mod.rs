@@ -56,6 +56,9 @@ pub struct AgentConfig {
     pub version: String,
     /// Extra paths writable inside run sandboxes (`--sandbox-rw`).
     pub sandbox_rw: Vec<PathBuf>,
+    /// PEM certificate authority trusted for an `https://` server, beside the system's
+    /// (`--ca-file`).
+    pub server_ca: Option<PathBuf>,
 }
 
 impl AgentConfig {
@@ -75,6 +78,7 @@ impl AgentConfig {
             grace: Duration::from_secs(20),
             version: env!("CARGO_PKG_VERSION").to_string(),
             sandbox_rw: vec![],
+            server_ca: None,
         }
     }
 }
@@ -165,7 +169,7 @@ impl Shared {
 /// exits) or the server refuses its token (no more claims, the running jobs finish, then
 /// [`AgentError::Unauthorized`]).
 pub async fn run_agent(cfg: AgentConfig, stop: CancellationToken) -> Result<(), AgentError> {
-    let client = Client::new(&cfg.server, &cfg.token)?;
+    let client = Client::with_ca(&cfg.server, &cfg.token, cfg.server_ca.as_deref())?;
     let register = Register {
         name: cfg.name.clone(),
         version: cfg.version.clone(),

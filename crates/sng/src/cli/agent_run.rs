@@ -95,6 +95,7 @@ pub fn run(g: &Global, args: AgentRunArgs, matches: &clap::ArgMatches) -> Result
         cfg.name = name;
     }
     cfg.slots = args.slots;
+    cfg.server_ca = g.ca_file.clone();
     cfg.engine = args.engine;
     cfg.work_dir = args.work_dir;
     cfg.provider_mirror = args.provider_mirror;

@@ -76,6 +76,16 @@ pub enum Output {
     Wide,
 }
 
+/// Output formats (`-o`) of the listings of records (runs, events, audit entries, dead letters):
+/// the items as the API gives them; without `-o`, a table.
+#[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RecordOutput {
+    /// YAML.
+    Yaml,
+    /// JSON.
+    Json,
+}
+
 /// A Go duration (`30m`, `1h`), as a clap value parser.
 pub fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
     sng_api::units::parse_go_duration(text)

@@ -14,7 +14,8 @@ use crate::error::CliError;
 
 #[derive(Subcommand, Debug)]
 pub enum ConfigCommand {
-    /// Create or update a context from `--server`, `--tenant`, `--token` given on this command line.
+    /// Create or update a context from `--server`, `--tenant`, `--token`, `--ca-file` given on
+    /// this command line.
     SetContext {
         /// Name of the context.
         name: String,
@@ -56,6 +57,9 @@ pub struct Context {
     /// Token.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub token: Option<String>,
+    /// PEM certificate authority of an `https://` server (`--ca-file`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ca_file: Option<PathBuf>,
 }
 
 /// The config file.
@@ -155,6 +159,9 @@ pub fn apply(g: &mut Global, m: &ArgMatches) -> Result<bool, CliError> {
     if !given(m, "token") && g.token.is_none() {
         g.token = ctx.token.clone();
     }
+    if !given(m, "ca_file") && g.ca_file.is_none() {
+        g.ca_file = ctx.ca_file.clone();
+    }
     Ok(given_tenant || ctx.tenant.is_some())
 }
 
@@ -189,6 +196,13 @@ fn set_context(name: &str, g: &Global, m: &ArgMatches) -> Result<(), CliError> {
     }
     if explicit("token") {
         ctx.token = g.token.clone();
+    }
+    if explicit("ca_file") {
+        // Absolute: the context is used from any directory.
+        ctx.ca_file = g
+            .ca_file
+            .as_ref()
+            .map(|p| std::path::absolute(p).unwrap_or(p.clone()));
     }
     save(&cfg)?;
     println!("context/{name} set");

@@ -4,7 +4,7 @@
 use clap::{Args, Subcommand};
 use serde_json::Value;
 
-use crate::cli::args::Output;
+use crate::cli::args::RecordOutput as Output;
 use crate::cli::Global;
 use crate::client::{encode, Client};
 use crate::error::CliError;
@@ -27,7 +27,7 @@ pub struct AuditArgs {
     /// Only the writes of this workspace.
     #[arg(long)]
     pub workspace: Option<String>,
-    /// Output format.
+    /// Output format (default: a table).
     #[arg(short, long, value_enum)]
     pub output: Option<Output>,
 }
@@ -52,7 +52,7 @@ pub struct EventsArgs {
     /// At most this many events (the newest).
     #[arg(long, default_value_t = 100)]
     pub limit: usize,
-    /// Output format.
+    /// Output format (default: a table).
     #[arg(short, long, value_enum)]
     pub output: Option<Output>,
 }
@@ -62,7 +62,7 @@ pub struct EventsArgs {
 pub struct DeadlettersArgs {
     #[command(subcommand)]
     pub command: Option<DeadlettersCommand>,
-    /// Output format.
+    /// Output format (default: a table).
     #[arg(short, long, value_enum)]
     pub output: Option<Output>,
 }

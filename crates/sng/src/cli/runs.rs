@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use clap::{Args, Subcommand};
 
-use crate::cli::args::{Output, WorkspaceRef};
+use crate::cli::args::{RecordOutput as Output, WorkspaceRef};
 use crate::cli::Global;
 use crate::client::Client;
 use crate::error::CliError;
@@ -17,7 +17,7 @@ pub struct RunsArgs {
     /// Only the newest N runs (1 to 1000).
     #[arg(long, value_name = "N")]
     pub limit: Option<usize>,
-    /// Output format.
+    /// Output format (default: a table).
     #[arg(short, long, value_enum)]
     pub output: Option<Output>,
 }
@@ -37,7 +37,7 @@ pub enum RunCommand {
     Get {
         /// Run id.
         run: String,
-        /// Output format.
+        /// Output format (default: yaml).
         #[arg(short, long, value_enum)]
         output: Option<Output>,
     },

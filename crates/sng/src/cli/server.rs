@@ -86,6 +86,13 @@ pub struct ServerArgs {
     /// How long --wait-ready waits for the server (Go duration).
     #[arg(long, default_value = "2m", value_parser = parse_duration, requires = "wait_ready")]
     pub ready_timeout: std::time::Duration,
+    /// Serve HTTPS with this certificate (PEM: the server's certificate, then its
+    /// intermediates); needs --tls-key. Clients of a private CA: `sng --ca-file` or SSL_CERT_FILE.
+    #[arg(long, env = "SNG_TLS_CERT", value_name = "FILE", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// Private key (PEM) of --tls-cert.
+    #[arg(long, env = "SNG_TLS_KEY", value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
 }
 
 /// `--log-format`.
@@ -160,6 +167,10 @@ pub fn run(args: ServerArgs) -> Result<(), CliError> {
         tag_poll_interval: args.tag_poll_interval,
         shared_modules: args.shared_modules.zip(args.shared_modules_auth),
         metrics_public: args.metrics_public,
+        tls: args
+            .tls_cert
+            .zip(args.tls_key)
+            .map(|(cert, key)| sng_server::tls::TlsFiles { cert, key }),
     };
     runtime
         .block_on(sng_server::run(config))

@@ -39,6 +39,8 @@ mod runs;
 mod s3;
 mod schemas;
 mod selectors;
+mod service;
+mod service_tls;
 mod state_guard;
 mod tenant_isolation;
 mod tenant_roles;
