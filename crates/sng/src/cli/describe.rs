@@ -14,13 +14,18 @@ use crate::error::CliError;
 use crate::table::{self, columns};
 
 #[derive(Args, Debug)]
-#[command(after_help = "Examples:\n  sng describe workspace pet\n  sng describe ws pet app")]
+#[command(
+    after_help = "Examples:\n  sng describe workspace pet\n  sng describe ws pet app\n  sng describe ws -l team=web"
+)]
 pub struct DescribeArgs {
     /// Kind: case-insensitive, singular or plural (workspace, ws, provider, …).
     pub kind: String,
     /// Names of the objects.
-    #[arg(required = true)]
+    #[arg(required_unless_present = "selector")]
     pub names: Vec<String>,
+    /// Describe the objects of KIND whose labels match this selector (as `get -l`).
+    #[arg(short = 'l', long = "selector", conflicts_with = "names")]
+    pub selector: Option<String>,
 }
 
 fn text(v: &Value, pointer: &str) -> String {
@@ -217,7 +222,24 @@ pub fn run(g: &Global, args: &DescribeArgs) -> Result<(), CliError> {
     if kind == Kind::Workspace {
         crate::cli::tenant::print_prod_mark(&client, tenant);
     }
-    for (i, name) in args.names.iter().enumerate() {
+    let names = match &args.selector {
+        Some(selector) => {
+            let answer = client.list(
+                &object_path(tenant, kind, None),
+                crate::cli::get::LIST_CHUNK,
+                &[("labelSelector", selector.clone())],
+            )?;
+            answer["items"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|o| o.pointer("/metadata/name").and_then(Value::as_str))
+                .map(str::to_string)
+                .collect()
+        }
+        None => args.names.clone(),
+    };
+    for (i, name) in names.iter().enumerate() {
         let v = client.get(&object_path(tenant, kind, Some(name)))?;
         if i > 0 {
             println!();

@@ -27,6 +27,9 @@ pub enum TenantCommand {
         /// Output format.
         #[arg(short, long, value_enum)]
         output: Option<Output>,
+        /// Label selector, as in kubectl (`env=prod`, `!sandbox`, …).
+        #[arg(short = 'l', long = "selector")]
+        selector: Option<String>,
     },
 }
 
@@ -43,8 +46,11 @@ pub fn run(g: &Global, command: TenantCommand) -> Result<(), CliError> {
             println!("{token}");
             Ok(())
         }
-        TenantCommand::List { output } => {
-            let answer = client.list("/tenants", crate::cli::get::LIST_CHUNK, &[])?;
+        TenantCommand::List { output, selector } => {
+            let params: Vec<(&str, String)> = selector
+                .map(|s| vec![("labelSelector", s)])
+                .unwrap_or_default();
+            let answer = client.list("/tenants", crate::cli::get::LIST_CHUNK, &params)?;
             let items = answer["items"].as_array().cloned().unwrap_or_default();
             let format = match output {
                 Some(o @ (Output::Yaml | Output::Json)) => Format::Data(o),

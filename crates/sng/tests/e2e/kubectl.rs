@@ -76,6 +76,23 @@ fn reading_and_deleting_verbs_answer_as_kubectl_does() {
         assert!(described.contains(part), "{part}:\n{described}");
     }
 
+    // -l wherever objects are listed: describe, and tenants.
+    let by_label = ok(server.sng(&["describe", "ws", "-l", "team=y"]));
+    assert!(by_label.contains("Name:         b") && !by_label.contains("Name:         a"));
+    ok(server.sng(&[
+        "apply",
+        "-f",
+        &write(
+            files.path(),
+            "t.yaml",
+            "apiVersion: tofu.stackngo.io/v1alpha1\nkind: Tenant\nmetadata: {name: blue, labels: {env: prod}}\nspec: {}\n",
+        ),
+    ]));
+    let tenants = ok(server.sng(&["tenant", "list", "-l", "env=prod"]));
+    assert!(
+        tenants.contains("blue") && !tenants.contains("default"),
+        "{tenants}"
+    );
     // delete -f: the objects of the file; wait --for=delete sees it gone.
     let file_c = dir.join("sub/c.yaml").display().to_string();
     assert_eq!(
