@@ -282,6 +282,16 @@ pub fn render(kind: Kind, items: &[Value], wide: bool, now: DateTime<Utc>) -> St
     out
 }
 
+/// The text of a table cell at `pointer`: a string, number or boolean; `-` when absent or empty.
+pub fn cell(v: &Value, pointer: &str) -> String {
+    match v.pointer(pointer) {
+        Some(Value::String(s)) if !s.is_empty() => s.clone(),
+        Some(Value::Number(n)) => n.to_string(),
+        Some(Value::Bool(b)) => b.to_string(),
+        _ => "-".into(),
+    }
+}
+
 /// Columns padded to their widest cell, three spaces apart; the last one is not padded.
 pub fn columns(rows: &[Vec<String>]) -> String {
     let n = rows.iter().map(Vec::len).max().unwrap_or(0);

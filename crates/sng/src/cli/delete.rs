@@ -54,20 +54,13 @@ fn targets(g: &Global, args: &DeleteArgs) -> Result<Vec<ObjectRef>, CliError> {
         let kind = parse_kind(args.kind.as_deref().unwrap_or_default())?;
         if let Some(selector) = &args.selector {
             let client = Client::new(g)?;
-            let answer = client.list(
-                &object_path(&g.tenant, kind, None),
-                crate::cli::get::LIST_CHUNK,
-                &[("labelSelector", selector.clone())],
-            )?;
-            return Ok(answer["items"]
-                .as_array()
+            let names = crate::cli::get::names_matching(&client, &g.tenant, kind, selector)?;
+            return Ok(names
                 .into_iter()
-                .flatten()
-                .filter_map(|o| o.pointer("/metadata/name").and_then(Value::as_str))
-                .map(|n| ObjectRef {
+                .map(|name| ObjectRef {
                     tenant: g.tenant.clone(),
                     kind,
-                    name: n.to_string(),
+                    name,
                 })
                 .collect());
         }

@@ -28,14 +28,7 @@ pub struct DescribeArgs {
     pub selector: Option<String>,
 }
 
-fn text(v: &Value, pointer: &str) -> String {
-    match v.pointer(pointer) {
-        Some(Value::String(s)) if !s.is_empty() => s.clone(),
-        Some(Value::Number(n)) => n.to_string(),
-        Some(Value::Bool(b)) => b.to_string(),
-        _ => "-".into(),
-    }
-}
+use crate::table::cell as text;
 
 fn labels(v: &Value) -> String {
     let map = v.pointer("/metadata/labels").and_then(Value::as_object);
@@ -223,20 +216,7 @@ pub fn run(g: &Global, args: &DescribeArgs) -> Result<(), CliError> {
         crate::cli::tenant::print_prod_mark(&client, tenant);
     }
     let names = match &args.selector {
-        Some(selector) => {
-            let answer = client.list(
-                &object_path(tenant, kind, None),
-                crate::cli::get::LIST_CHUNK,
-                &[("labelSelector", selector.clone())],
-            )?;
-            answer["items"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter_map(|o| o.pointer("/metadata/name").and_then(Value::as_str))
-                .map(str::to_string)
-                .collect()
-        }
+        Some(selector) => crate::cli::get::names_matching(&client, tenant, kind, selector)?,
         None => args.names.clone(),
     };
     for (i, name) in names.iter().enumerate() {

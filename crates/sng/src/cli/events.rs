@@ -145,13 +145,7 @@ fn print_items(
     Ok(())
 }
 
-fn s(v: &Value, pointer: &str) -> String {
-    match v.pointer(pointer) {
-        Some(Value::String(s)) if !s.is_empty() => s.clone(),
-        Some(Value::Number(n)) => n.to_string(),
-        _ => "-".into(),
-    }
-}
+use crate::table::cell as s;
 
 fn events_table(items: &[Value]) -> Vec<Vec<String>> {
     let mut rows = vec![[

@@ -95,6 +95,28 @@ fn selector_params(selector: Option<&str>) -> Vec<(&'static str, String)> {
         .unwrap_or_default()
 }
 
+/// The names of the objects of `kind` whose labels match `selector` (`describe -l`,
+/// `delete -l`).
+pub fn names_matching(
+    client: &Client,
+    tenant: &str,
+    kind: Kind,
+    selector: &str,
+) -> Result<Vec<String>, CliError> {
+    let answer = client.list(
+        &object_path(tenant, kind, None),
+        LIST_CHUNK,
+        &selector_params(Some(selector)),
+    )?;
+    Ok(answer["items"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|o| o.pointer("/metadata/name").and_then(Value::as_str))
+        .map(str::to_string)
+        .collect())
+}
+
 /// `sng get` / `sng kind get`.
 pub fn run(g: &Global, args: &GetArgs) -> Result<(), CliError> {
     let client = Client::new(g)?;

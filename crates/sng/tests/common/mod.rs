@@ -165,29 +165,19 @@ impl Server {
     }
 
     pub fn sng_as(&self, token: &str, tenant: &str, args: &[&str], stdin: Option<&str>) -> Output {
-        let mut child = Command::new(SNG)
-            .args(args)
+        let mut cmd = self.client(token, args);
+        cmd.env("SNG_TENANT", tenant);
+        run_with(cmd, stdin)
+    }
+
+    /// The command `sng ARGS` against this server as `token` (`SNG_SERVER`, `SNG_TOKEN`), for a
+    /// caller to add its environment and run.
+    pub fn client(&self, token: &str, args: &[&str]) -> Command {
+        let mut cmd = Command::new(SNG);
+        cmd.args(args)
             .env("SNG_SERVER", &self.url)
-            .env("SNG_TOKEN", token)
-            .env("SNG_TENANT", tenant)
-            .stdin(if stdin.is_some() {
-                Stdio::piped()
-            } else {
-                Stdio::null()
-            })
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        if let Some(text) = stdin {
-            child
-                .stdin
-                .take()
-                .unwrap()
-                .write_all(text.as_bytes())
-                .unwrap();
-        }
-        child.wait_with_output().unwrap()
+            .env("SNG_TOKEN", token);
+        cmd
     }
 
     /// SIGTERM, and the exit status once the process is gone.
@@ -250,6 +240,29 @@ impl Drop for Server {
             let _ = c.wait();
         }
     }
+}
+
+/// Run `cmd` to its end with `stdin` as its input (none: no input), its output captured.
+pub fn run_with(mut cmd: Command, stdin: Option<&str>) -> Output {
+    let mut child = cmd
+        .stdin(if stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    if let Some(text) = stdin {
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(text.as_bytes())
+            .unwrap();
+    }
+    child.wait_with_output().unwrap()
 }
 
 pub fn out(o: &Output) -> String {

@@ -8,7 +8,7 @@
 use crate::common;
 
 use std::io::{BufRead as _, BufReader};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::Duration;
 
 use common::*;
@@ -205,10 +205,8 @@ fn a_tenant_token_acts_in_its_own_tenant_without_sng_tenant() {
     let token = server.tenant_token("acme");
     let file = write(files.path(), "w.yaml", &ws("mine", "a: b"));
     let run = |args: &[&str]| {
-        Command::new(SNG)
-            .args(args)
-            .env("SNG_SERVER", &server.url)
-            .env("SNG_TOKEN", &token)
+        server
+            .client(&token, args)
             .env_remove("SNG_TENANT")
             .env("HOME", files.path())
             .output()
@@ -236,10 +234,8 @@ fn get_watch_prints_one_line_per_change() {
         "-f",
         &write(files.path(), "b.yaml", &ws("b", "v: '1'")),
     ]));
-    let mut watch = Command::new(SNG)
-        .args(["get", "ws", "-w", "-o", "name"])
-        .env("SNG_SERVER", &server.url)
-        .env("SNG_TOKEN", &server.token)
+    let mut watch = server
+        .client(&server.token, &["get", "ws", "-w", "-o", "name"])
         .env("SNG_TENANT", "default")
         .stdout(Stdio::piped())
         .stderr(Stdio::null())

@@ -49,34 +49,13 @@ fn start_tls(dir: &Path, ca: &TestCa, extra: &[&str]) -> Server {
     }
 }
 
-/// `sng ARGS` against `server` with `env`, stdin `input`.
+/// `sng ARGS` against `server` with `env`, stdin `input` (no CA of the caller's environment).
 fn sng_with(server: &Server, args: &[&str], env: &[(&str, &str)], input: Option<&str>) -> Output {
-    use std::io::Write as _;
-    let mut child = Command::new(SNG)
-        .args(args)
-        .env("SNG_SERVER", &server.url)
-        .env("SNG_TOKEN", &server.token)
-        .env_remove("SNG_CA_FILE")
+    let mut cmd = server.client(&server.token, args);
+    cmd.env_remove("SNG_CA_FILE")
         .env_remove("SSL_CERT_FILE")
-        .envs(env.iter().copied())
-        .stdin(if input.is_some() {
-            Stdio::piped()
-        } else {
-            Stdio::null()
-        })
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    if let Some(text) = input {
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(text.as_bytes())
-            .unwrap();
-    }
-    child.wait_with_output().unwrap()
+        .envs(env.iter().copied());
+    run_with(cmd, input)
 }
 
 #[test]
