@@ -343,7 +343,7 @@ impl db::FromValue for Value {
 }
 
 /// A value read from SQLite, as the PostgreSQL column takes it.
-struct Cell(Value, Ty);
+pub(crate) struct Cell(pub(crate) Value, pub(crate) Ty);
 
 impl ToParam for Cell {
     fn param(&self) -> Param<'_> {

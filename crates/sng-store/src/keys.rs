@@ -20,7 +20,7 @@
 //! transaction. Older DEK versions are kept (they open nothing once everything is re-sealed).
 //! The rotations and the upgrade of the previous scheme are in `rotation`.
 
-mod rotation;
+pub(crate) mod rotation;
 
 pub(crate) use rotation::{scrubbing, upgrade_legacy};
 

@@ -19,6 +19,7 @@ mod keys;
 mod logs;
 mod migrations;
 mod module_tags;
+mod moving;
 mod objects;
 mod paging;
 mod pg;
@@ -49,6 +50,7 @@ pub use events::{
 };
 pub use keys::{sealed_values_opened, MasterKeyRotation, TenantKey, TenantKeyRotation};
 pub use module_tags::{ModuleTag, RegistryNotification, TagKey, TagMove};
+pub use moving::{Imported, SealedPart, SecretValues, StateBody, TableRows, TenantDump};
 pub use objects::{Applied, ApplyOutcome};
 pub use pg::redact as redact_url;
 pub use quarantine::{Quarantine, QuarantineEntry, QuarantineReason};

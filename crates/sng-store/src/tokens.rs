@@ -3,7 +3,7 @@
 //! `admin`). A token may expire (`expires_at`) and may be revoked; both are refused at
 //! authentication.
 
-use crate::db::{params, ExecExt as _};
+use crate::db::{params, Exec, ExecExt as _};
 use rand::Rng as _;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
@@ -45,6 +45,31 @@ fn token_written<'a>(tenant: &'a str, id: &'a str, outcome: &'a str) -> crate::a
         generation: None,
         run: None,
     }
+}
+
+/// Insert a new token in the caller's transaction: its description and its value (shown once).
+pub(crate) fn insert_token(
+    tx: &dyn Exec,
+    tenant: Option<&str>,
+    role: Role,
+    description: &str,
+    expires_at: Option<String>,
+) -> Result<(TokenInfo, String)> {
+    let value = new_secret();
+    let info = TokenInfo {
+        id: new_id(),
+        tenant: tenant.map(str::to_string),
+        role,
+        description: description.to_string(),
+        created_at: now_rfc3339(),
+        expires_at,
+        revoked_at: None,
+    };
+    tx.execute(
+        "INSERT INTO tokens (id, tenant, hash, role, description, created_at, expires_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+        params![info.id, info.tenant, hash(&value), role.as_str(), info.description, info.created_at, info.expires_at],
+    )?;
+    Ok((info, value))
 }
 
 pub(crate) fn new_secret() -> String {
@@ -100,22 +125,9 @@ impl Store {
                 Some(at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true))
             }
         };
-        let value = new_secret();
-        let info = TokenInfo {
-            id: new_id(),
-            tenant: tenant.map(str::to_string),
-            role,
-            description: description.to_string(),
-            created_at: now_rfc3339(),
-            expires_at,
-            revoked_at: None,
-        };
         let mut conn = self.conn()?;
         let tx = conn.transaction()?;
-        tx.execute(
-            "INSERT INTO tokens (id, tenant, hash, role, description, created_at, expires_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-            params![info.id, info.tenant, hash(&value), role.as_str(), info.description, info.created_at, info.expires_at],
-        )?;
+        let (info, value) = insert_token(&tx, tenant, role, description, expires_at)?;
         if let (Some(by), Some(t)) = (by, tenant) {
             let by = by
                 .clone()
