@@ -134,6 +134,15 @@ impl ApiError {
         )
     }
 
+    /// 428: deleting a production tenant needs its name re-typed.
+    pub fn tenant_confirmation_required(tenant: &str) -> Self {
+        Self::new(
+            StatusCode::PRECONDITION_REQUIRED,
+            "ConfirmationRequired",
+            format!("tenant `{tenant}` is production: deleting it removes all its data and keys\nhint: re-type the tenant name: --confirm {tenant}"),
+        )
+    }
+
     /// 422 with one line per broken rule.
     pub fn invalid(errors: &[ObjectError]) -> Self {
         let causes: Vec<Cause> = errors

@@ -9,6 +9,7 @@ pub mod events;
 mod http;
 mod keys;
 mod migrate;
+pub mod moving;
 pub mod platform;
 pub mod reconcile;
 pub mod remote;

@@ -50,7 +50,9 @@ pub use events::{
 };
 pub use keys::{sealed_values_opened, MasterKeyRotation, TenantKey, TenantKeyRotation};
 pub use module_tags::{ModuleTag, RegistryNotification, TagKey, TagMove};
-pub use moving::{Imported, SealedPart, SecretValues, StateBody, TableRows, TenantDump};
+pub use moving::{
+    move_order, Imported, SealedPart, SecretValues, StateBody, TableRows, TenantDump,
+};
 pub use objects::{Applied, ApplyOutcome};
 pub use pg::redact as redact_url;
 pub use quarantine::{Quarantine, QuarantineEntry, QuarantineReason};

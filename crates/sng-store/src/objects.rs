@@ -430,6 +430,12 @@ impl Store {
         name: &str,
         by: Option<&crate::Actor>,
     ) -> Result<Object> {
+        if kind == Kind::Tenant {
+            let by = by
+                .cloned()
+                .unwrap_or_else(|| crate::Actor::new("system", "delete"));
+            return self.purge_tenant_by(name, &by);
+        }
         let mut conn = self.conn()?;
         let tx = conn.transaction()?;
         let row = get_row(&tx, kind, tenant, name)?
@@ -452,15 +458,6 @@ impl Store {
             name.to_string(),
             row,
         )?;
-        if kind == Kind::Tenant {
-            if name == DEFAULT_TENANT {
-                return Err(StoreError::Invalid(
-                    "the `default` tenant cannot be deleted".into(),
-                ));
-            }
-            tx.execute("DELETE FROM objects WHERE tenant = ?1", params![name])?;
-            tx.execute("DELETE FROM tokens WHERE tenant = ?1", params![name])?;
-        }
         tx.execute(
             "DELETE FROM objects WHERE tenant = ?1 AND kind = ?2 AND name = ?3",
             params![scope(kind, tenant), kind.as_str(), name],

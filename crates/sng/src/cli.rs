@@ -24,7 +24,9 @@ pub mod schema;
 pub mod server;
 pub mod server_ready;
 pub mod shell;
+pub mod template;
 pub mod tenant;
+pub mod tenant_move;
 pub mod tokens;
 pub mod workspace;
 

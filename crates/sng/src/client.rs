@@ -170,6 +170,28 @@ impl Client {
     pub fn delete(&self, path: &str) -> Result<Value, CliError> {
         self.send(self.http.delete(self.url(path)))
     }
+
+    /// POST JSON to a path answering bytes (an archive).
+    pub fn post_for_bytes(&self, path: &str, body: &Value) -> Result<Vec<u8>, CliError> {
+        let resp = self
+            .http
+            .post(self.url(path))
+            .json(body)
+            .bearer_auth(&self.token)
+            .send()
+            .map_err(|e| self.unreachable(&e))?;
+        let status = resp.status();
+        let bytes = resp
+            .bytes()
+            .map_err(|e| CliError::rejected(format!("cannot read the answer: {e}")))?;
+        if status.is_success() {
+            return Ok(bytes.to_vec());
+        }
+        match serde_json::from_slice::<StatusBody>(&bytes) {
+            Ok(body) => Err(CliError::Rejected(body.lines())),
+            Err(_) => Err(CliError::rejected(format!("the server answered {status}"))),
+        }
+    }
 }
 
 /// The causes of an error, outermost first, joined by `: `.

@@ -68,6 +68,16 @@ fn routes(state: AppState) -> Router {
             "/api/v1/tenants/{tenant}/rotate-key",
             post(tenants::rotate_tenant_key),
         )
+        .route(
+            "/api/v1/tenants/{tenant}/export",
+            post(tenants::export_tenant),
+        )
+        .route(
+            "/api/v1/tenant-imports",
+            post(tenants::import_tenant).layer(DefaultBodyLimit::max(
+                crate::moving::archive::MAX_ARCHIVE_BYTES / 3 * 4 + (1 << 20),
+            )),
+        )
         .route(&format!("{ws}/runs"), get(runs::list_runs))
         .route(&format!("{ws}/state"), get(workspaces::state_versions))
         .route(&format!("{ws}/explain"), get(workspaces::explain))

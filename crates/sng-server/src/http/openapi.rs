@@ -107,6 +107,8 @@ pub const OPERATIONS: &[Operation] = &[
     op("delete", T, "Delete a tenant and everything in it (platform admin)", Token, Body::None, Answer::Json),
     op("post", "/api/v1/tenants/{tenant}/apply", "Create or update objects from manifests (`dryRun` to only show the changes)", Token, Body::Manifests, Apply),
     op("post", "/api/v1/tenants/{tenant}/rotate-key", "Rotate the tenant's data key", Token, Body::None, Answer::Json),
+    op("post", "/api/v1/tenants/{tenant}/export", "Export the tenant: an archive (application/zip) of everything it owns, its secret values and states sealed to the passphrase", Token, Body::Json, Answer::Json),
+    op("post", "/api/v1/tenant-imports", "Import a tenant archive, all of it or nothing; answers the tenant and its new admin token (shown once)", Token, Body::Json, Answer::Json),
     op("get", "/api/v1/tenants/{tenant}/workspaces/{name}/runs", "The runs of a workspace, newest first", Token, Body::None, List),
     op("get", "/api/v1/tenants/{tenant}/workspaces/{name}/state", "The state versions of a workspace", Token, Body::None, Answer::Json),
     op("get", "/api/v1/tenants/{tenant}/workspaces/{name}/explain", "Why a workspace is in its state: the causal chain and the next command", Token, Body::None, Answer::Json),

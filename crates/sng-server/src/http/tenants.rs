@@ -95,26 +95,73 @@ pub(crate) async fn get_tenant(
     Ok(Json(render(obj, false)))
 }
 
+/// `DELETE /api/v1/tenants/{tenant}[?confirm=NAME]`: the tenant and all its data and keys
+/// (platform admin; a production tenant needs its name re-typed).
 pub(crate) async fn delete_tenant(
     State(st): State<AppState>,
     caller: Caller,
     params: Params,
     Path(tenant): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
-    params.only(&[])?;
+    params.only(&["confirm"])?;
     caller.scope(&tenant)?;
     caller.platform_admin("deleting a tenant")?;
+    let confirm = params
+        .0
+        .iter()
+        .find(|(k, _)| k == "confirm")
+        .map(|(_, v)| v.clone());
     let who = caller.0.clone();
-    let obj = blocking(&st, move |s| {
-        s.delete_by(
-            Kind::Tenant,
-            "",
-            &tenant,
-            &crate::audit::actor(&who, "delete"),
-        )
+    let obj = service(&st, move |s, _| {
+        crate::moving::delete(s, &who, &tenant, confirm.as_deref())
     })
     .await?;
     Ok(Json(render(obj, false)))
+}
+
+/// `POST /api/v1/tenants/{tenant}/export` (`{"passphrase"}`): the tenant's archive
+/// (`application/zip`), its secret values and states sealed to the passphrase. Platform admin.
+pub(crate) async fn export_tenant(
+    State(st): State<AppState>,
+    caller: Caller,
+    params: Params,
+    Path(tenant): Path<String>,
+    body: Result<JsonBody<crate::moving::ExportRequest>, ApiError>,
+) -> Result<impl axum::response::IntoResponse, ApiError> {
+    params.only(&[])?;
+    caller.scope(&tenant)?;
+    caller.platform_admin("exporting a tenant")?;
+    let JsonBody(req) = body?;
+    let who = caller.0.clone();
+    let name = tenant.clone();
+    let bytes = service(&st, move |s, _| crate::moving::export(s, &who, &name, &req)).await?;
+    let disposition = format!("attachment; filename=\"{tenant}.sng-tenant.zip\"");
+    Ok((
+        [
+            (
+                axum::http::header::CONTENT_TYPE,
+                "application/zip".to_string(),
+            ),
+            (axum::http::header::CONTENT_DISPOSITION, disposition),
+        ],
+        bytes,
+    ))
+}
+
+/// `POST /api/v1/tenant-imports` (`{"passphrase", "archive": base64, "as"?}`): the tenant of an
+/// archive, all of it or nothing, with a new admin token (shown once). Platform admin.
+pub(crate) async fn import_tenant(
+    State(st): State<AppState>,
+    caller: Caller,
+    params: Params,
+    body: Result<JsonBody<crate::moving::ImportRequest>, ApiError>,
+) -> Result<(StatusCode, Json<Value>), ApiError> {
+    params.only(&[])?;
+    caller.platform_admin("importing a tenant")?;
+    let JsonBody(req) = body?;
+    let who = caller.0;
+    let answer = service(&st, move |s, _| crate::moving::import(s, &who, &req)).await?;
+    Ok((StatusCode::CREATED, Json(answer)))
 }
 
 /// `POST /api/v1/tenants/{tenant}/rotate-key`: a new data key version for the tenant, and its

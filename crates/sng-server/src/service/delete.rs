@@ -23,6 +23,9 @@ pub fn delete(
     name: &str,
     confirm: Option<&str>,
 ) -> Result<Object, ApiError> {
+    if kind == Kind::Tenant {
+        return crate::moving::delete(s, who, name, confirm);
+    }
     if kind != Kind::Workspace {
         return Ok(s.delete_by(kind, tenant, name, &crate::audit::actor(who, "delete"))?);
     }

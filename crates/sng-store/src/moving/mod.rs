@@ -149,6 +149,13 @@ pub(crate) const PLAN: &[(&str, Move)] = &[
     ),
 ];
 
+/// The position of `table` in the order rows are written (unknown tables last).
+pub fn move_order(table: &str) -> usize {
+    PLAN.iter()
+        .position(|(t, _)| *t == table)
+        .unwrap_or(PLAN.len())
+}
+
 /// The columns that hold ids unique across the store, kept by an import when they are free.
 pub(crate) const UNIQUE_IDS: &[(&str, &str)] = &[
     ("objects", "uid"),

@@ -57,8 +57,25 @@ const EXAMPLES: &[(&str, &str)] = &[
         "kind delete",
         "sng kind delete workspace web --wait\nsng kind delete secret creds",
     ),
-    ("tenant create", "sng tenant create acme\nsng tenant create prod --production"),
+    (
+        "tenant create",
+        "sng tenant create acme\nsng tenant create prod --production\n\
+         sng tenant create team-b --from examples/templates/team --set region=eu-west-1",
+    ),
     ("tenant list", "sng tenant list"),
+    (
+        "tenant export",
+        "sng tenant export acme -o acme.zip --passphrase-file pass.txt",
+    ),
+    (
+        "tenant import",
+        "sng tenant import acme.zip --passphrase-file pass.txt\n\
+         sng tenant import acme.zip --as acme-copy --passphrase-file pass.txt",
+    ),
+    (
+        "tenant delete",
+        "sng tenant delete acme\nsng tenant delete prod --confirm prod",
+    ),
     (
         "token create",
         "sng token create --role viewer --description dashboard\n\

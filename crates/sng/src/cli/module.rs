@@ -429,7 +429,7 @@ fn inspect(
     Ok(())
 }
 
-fn pull(
+pub(crate) fn pull(
     source: &str,
     dir: &Path,
     tag: Option<String>,

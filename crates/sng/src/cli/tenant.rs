@@ -1,4 +1,4 @@
-//! `sng tenant create|list`, and what the other commands do in a production tenant: the PROD mark
+//! `sng tenant create|list|export|import|delete`, and what the other commands do in a production tenant: the PROD mark
 //! and the re-typed workspace name that confirms a destructive action.
 
 use clap::Subcommand;
@@ -21,6 +21,46 @@ pub enum TenantCommand {
         /// Mark the tenant as production.
         #[arg(long)]
         production: bool,
+        /// A template of the tenant's objects: a directory of manifests or an `oci://`
+        /// artifact of them (`${tenant}` and `${KEY}` of `--set` are substituted).
+        #[arg(long = "from", value_name = "TEMPLATE")]
+        from: Option<String>,
+        /// A value of the template: `KEY=VALUE` (repeatable).
+        #[arg(long = "set", value_name = "KEY=VALUE", requires = "from")]
+        set: Vec<String>,
+        #[command(flatten)]
+        access: crate::cli::module::Access,
+    },
+    /// Export a tenant to an archive: its objects, secrets, state versions, runs with their
+    /// logs, events and audit trail; secret values and states sealed to the passphrase.
+    Export {
+        /// The tenant.
+        name: String,
+        /// The archive to write (`-` for stdout).
+        #[arg(short = 'o', long = "output", value_name = "FILE")]
+        output: String,
+        /// A file holding the passphrase (its first line; at least 8 characters).
+        #[arg(long, value_name = "FILE")]
+        passphrase_file: std::path::PathBuf,
+    },
+    /// Import a tenant archive: all of it or nothing; prints its new admin token (shown once).
+    Import {
+        /// The archive (`-` for stdin).
+        file: String,
+        /// The tenant's name on this server (default: its name in the archive).
+        #[arg(long = "as", value_name = "NAME")]
+        as_name: Option<String>,
+        /// A file holding the passphrase the archive was exported with.
+        #[arg(long, value_name = "FILE")]
+        passphrase_file: std::path::PathBuf,
+    },
+    /// Delete a tenant with all its data and keys (its infrastructure stays).
+    Delete {
+        /// The tenant.
+        name: String,
+        /// The tenant's name re-typed (required for a production tenant).
+        #[arg(long)]
+        confirm: Option<String>,
     },
     /// List the tenants visible to the token.
     List {
@@ -37,13 +77,49 @@ pub enum TenantCommand {
 pub fn run(g: &Global, command: TenantCommand) -> Result<(), CliError> {
     let client = Client::new(g)?;
     match command {
-        TenantCommand::Create { name, production } => {
+        TenantCommand::Create {
+            name,
+            production,
+            from,
+            set,
+            access,
+        } => {
+            let objects = match &from {
+                Some(t) => Some(crate::cli::template::render(t, &name, &set, &access)?),
+                None => None,
+            };
             let answer =
                 client.post("/tenants", &json!({"name": name, "production": production}))?;
             let token = answer["token"].as_str().unwrap_or_default();
+            if let Some(items) = objects {
+                crate::cli::template::apply(&client, &name, items)?;
+            }
             println!("tenant/{name} created");
             println!("# admin token of tenant {name}, shown only once:");
             println!("{token}");
+            Ok(())
+        }
+        TenantCommand::Export {
+            name,
+            output,
+            passphrase_file,
+        } => crate::cli::tenant_move::export(&client, &name, &output, &passphrase_file),
+        TenantCommand::Import {
+            file,
+            as_name,
+            passphrase_file,
+        } => crate::cli::tenant_move::import(&client, &file, as_name, &passphrase_file),
+        TenantCommand::Delete { name, confirm } => {
+            let confirm = match confirm {
+                Some(c) => Some(c),
+                None => confirm_tenant(&client, &name)?,
+            };
+            let path = match &confirm {
+                Some(c) => format!("/tenants/{name}?confirm={}", crate::client::encode(c)),
+                None => format!("/tenants/{name}"),
+            };
+            client.delete(&path)?;
+            println!("tenant/{name} deleted (with its data and keys; its infrastructure stays)");
             Ok(())
         }
         TenantCommand::List { output, selector } => {
@@ -62,6 +138,20 @@ pub fn run(g: &Global, command: TenantCommand) -> Result<(), CliError> {
             Ok(())
         }
     }
+}
+
+/// On a terminal, for a production tenant: its name re-typed.
+fn confirm_tenant(client: &Client, tenant: &str) -> Result<Option<String>, CliError> {
+    use std::io::IsTerminal as _;
+    if !std::io::stdin().is_terminal() || !is_production(client, tenant) {
+        return Ok(None);
+    }
+    eprint!("tenant `{tenant}` is PRODUCTION: deleting it removes all its data and keys. Type its name to confirm: ");
+    let mut line = String::new();
+    std::io::stdin()
+        .read_line(&mut line)
+        .map_err(|e| CliError::rejected(format!("cannot read the confirmation: {e}")))?;
+    Ok(Some(line.trim().to_string()))
 }
 
 /// Whether `tenant` is production (`spec.production`); false when it cannot be read.

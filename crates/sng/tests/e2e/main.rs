@@ -43,6 +43,7 @@ mod service;
 mod service_tls;
 mod state_guard;
 mod tenant_isolation;
+mod tenant_move;
 mod tenant_roles;
 mod webhooks;
 mod webhooks_standard;
