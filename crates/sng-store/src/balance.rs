@@ -100,18 +100,35 @@ impl Store {
     }
 
     /// The runs in no bucket of the balance, of every tenant and every time: marked queued or
-    /// running while no open job holds them (a silent loss), by tenant, with their ids.
-    pub fn runs_unaccounted(&self) -> Result<BTreeMap<String, Vec<String>>> {
+    /// running while no open job holds them (a silent loss), by tenant: their ids and
+    /// workspaces, oldest first.
+    pub fn runs_unaccounted(&self) -> Result<BTreeMap<String, Vec<(String, String)>>> {
         let rows = self.conn()?.query_map(
-            "SELECT r.tenant, r.id FROM runs r WHERE r.phase IN ('Queued', 'Running')
+            "SELECT r.tenant, r.id, r.workspace FROM runs r WHERE r.phase IN ('Queued', 'Running')
                AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.id = r.id AND j.state IN ('queued', 'leased'))
              ORDER BY r.tenant, r.created_at",
             params![],
-            |r| Ok((r.get::<String>(0)?, r.get::<String>(1)?)),
+            |r| Ok((r.get::<String>(0)?, (r.get::<String>(1)?, r.get::<String>(2)?))),
         )?;
-        let mut out: BTreeMap<String, Vec<String>> = BTreeMap::new();
-        for (t, id) in rows {
-            out.entry(t).or_default().push(id);
+        let mut out: BTreeMap<String, Vec<(String, String)>> = BTreeMap::new();
+        for (t, run) in rows {
+            out.entry(t).or_default().push(run);
+        }
+        Ok(out)
+    }
+
+    /// How many runs of each tenant are unaccounted ([`Store::runs_unaccounted`]): every
+    /// tenant that exists (0 for most), and any other that has some.
+    pub fn runs_unaccounted_counts(&self) -> Result<BTreeMap<String, usize>> {
+        let lost = self.runs_unaccounted()?;
+        let tenants: Vec<String> = self.conn()?.query_map(
+            "SELECT name FROM objects WHERE kind = 'Tenant'",
+            params![],
+            |r| r.get(0),
+        )?;
+        let mut out: BTreeMap<String, usize> = tenants.into_iter().map(|t| (t, 0)).collect();
+        for (t, runs) in lost {
+            out.insert(t, runs.len());
         }
         Ok(out)
     }

@@ -98,7 +98,10 @@ fn the_balance_counts_the_records_by_bucket_and_finds_a_lost_run() {
     let b = s.balance(Some("default"), since, now).unwrap().remove(0);
     assert_eq!((b.runs_started, b.runs_terminal, b.runs_in_flight, b.unaccounted), (7, 5, 1, 1));
     let lost_runs = s.runs_unaccounted().unwrap();
-    assert_eq!(lost_runs.get("default").unwrap(), &vec![lost.id.clone()]);
+    assert_eq!(
+        lost_runs.get("default").unwrap(),
+        &vec![(lost.id.clone(), "lost".to_string())]
+    );
 
     // Every tenant: the admin's view; a window after everything: all zeros.
     let all = s.balance(None, since, now).unwrap();
