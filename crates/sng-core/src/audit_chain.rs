@@ -87,26 +87,35 @@ pub fn verify(text: &str) -> Result<Verified, Break> {
     let mut prev: Option<(String, i64, String)> = None;
     let mut first: Option<String> = None;
     let mut lines = 0;
-    for (i, raw) in text.strip_suffix('\n').unwrap_or(text).split('\n').enumerate() {
+    for (i, raw) in text
+        .strip_suffix('\n')
+        .unwrap_or(text)
+        .split('\n')
+        .enumerate()
+    {
         let n = i + 1;
         let bad = |why: String| Break { line: n, why };
         if raw.trim().is_empty() {
             if text.is_empty() {
                 break;
             }
-            return Err(bad("blank line: a line was removed or the file was cut".into()));
+            return Err(bad(
+                "blank line: a line was removed or the file was cut".into()
+            ));
         }
-        let v: Value = serde_json::from_str(raw)
-            .map_err(|e| bad(format!("not a JSON object: {e}")))?;
+        let v: Value =
+            serde_json::from_str(raw).map_err(|e| bad(format!("not a JSON object: {e}")))?;
         let field = |name: &str| v.get(name).and_then(Value::as_str).map(str::to_string);
         let (Some(hash), Some(prev_hash)) = (field("hash"), field("prevHash")) else {
-            return Err(bad("no `hash` or `prevHash`: not a line of an audit export".into()));
+            return Err(bad(
+                "no `hash` or `prevHash`: not a line of an audit export".into(),
+            ));
         };
         let seq = v.get("seq").and_then(Value::as_i64).unwrap_or(0);
         let tenant = field("tenant").unwrap_or_default();
         if link(&prev_hash, &v) != hash {
             return Err(bad(
-                "altered: its content does not match its hash".to_string(),
+                "altered: its content does not match its hash".to_string()
             ));
         }
         if let Some((p_hash, p_seq, p_tenant)) = &prev {
@@ -173,7 +182,10 @@ mod tests {
         let b = json!({"a": {"x": 3, "y": 2}, "b": 1, "hash": "h", "seq": 9, "prevHash": "p"});
         assert_eq!(link("p", &a), link("p", &b));
         assert_ne!(link("p", &a), link("q", &a), "the predecessor counts");
-        assert_ne!(link("p", &a), link("p", &json!({"b": 2, "a": {"y": 2, "x": 3}})));
+        assert_ne!(
+            link("p", &a),
+            link("p", &json!({"b": 2, "a": {"y": 2, "x": 3}}))
+        );
     }
 
     #[test]

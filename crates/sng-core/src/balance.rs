@@ -131,8 +131,7 @@ impl Balance {
         }
         for r in runs {
             b.runs_started += r.count;
-            let bucket = match classify(&r.phase, r.reason.as_deref(), r.quarantined, r.job_open)
-            {
+            let bucket = match classify(&r.phase, r.reason.as_deref(), r.quarantined, r.job_open) {
                 RunClass::InFlight => &mut b.runs_in_flight,
                 RunClass::Succeeded => &mut b.runs_succeeded,
                 RunClass::Failed => &mut b.runs_failed,
@@ -170,9 +169,21 @@ mod tests {
             ("Failed", Some("RunFailed"), false, false, Failed),
             ("Failed", Some("PolicyDenied"), false, false, Rejected),
             ("StateLocked", Some("StateLocked"), false, false, Failed),
-            ("Rejected", Some("PlanChangedSinceApproval"), false, false, Rejected),
+            (
+                "Rejected",
+                Some("PlanChangedSinceApproval"),
+                false,
+                false,
+                Rejected,
+            ),
             ("Interrupted", Some("Stopped"), false, false, Interrupted),
-            ("Interrupted", Some("LeaseExpired"), false, true, Interrupted),
+            (
+                "Interrupted",
+                Some("LeaseExpired"),
+                false,
+                true,
+                Interrupted,
+            ),
             ("Exploded", None, false, false, Unaccounted),
         ] {
             assert_eq!(
@@ -239,7 +250,12 @@ mod tests {
         for (facts, started, terminal, in_flight, unaccounted) in table {
             let b = Balance::of("t", "s", "u", &[], &facts);
             assert_eq!(
-                (b.runs_started, b.runs_terminal, b.runs_in_flight, b.unaccounted),
+                (
+                    b.runs_started,
+                    b.runs_terminal,
+                    b.runs_in_flight,
+                    b.unaccounted
+                ),
                 (started, terminal, in_flight, unaccounted),
                 "{facts:?}"
             );

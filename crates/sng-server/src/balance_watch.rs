@@ -22,7 +22,10 @@ pub(crate) type Lost = BTreeMap<String, Vec<(String, String)>>;
 /// What to report now (pure): each run not reported before, as (tenant, run id, workspace, how
 /// many of its tenant are unaccounted now); then what is reported from now on (runs found
 /// accounted for again are forgotten).
-pub(crate) fn news(reported: &Reported, lost: &Lost) -> (Vec<(String, String, String, usize)>, Reported) {
+pub(crate) fn news(
+    reported: &Reported,
+    lost: &Lost,
+) -> (Vec<(String, String, String, usize)>, Reported) {
     let mut out = Vec::new();
     for (tenant, runs) in lost {
         let seen = reported.get(tenant);
@@ -68,7 +71,13 @@ fn check(store: &Store, reported: &Reported, retention: Option<Duration>) -> Rep
     };
     let (found, now) = news(reported, &lost);
     for (tenant, run, workspace, unaccounted) in found {
-        tracing::warn!(tenant, workspace, run, unaccounted, "run unaccounted: marked queued or running, held by no job");
+        tracing::warn!(
+            tenant,
+            workspace,
+            run,
+            unaccounted,
+            "run unaccounted: marked queued or running, held by no job"
+        );
         let data = json!({
             "unaccounted": unaccounted,
             "message": "the run is marked queued or running but no job holds it: it will never end on its own",
@@ -114,7 +123,10 @@ mod tests {
         entries
             .iter()
             .map(|(t, r)| {
-                let runs = r.iter().map(|s| (s.to_string(), format!("ws-{s}"))).collect();
+                let runs = r
+                    .iter()
+                    .map(|s| (s.to_string(), format!("ws-{s}")))
+                    .collect();
                 (t.to_string(), runs)
             })
             .collect()

@@ -101,15 +101,21 @@ pub(crate) async fn export_audit(
     // Bound to `since` as written: a duration moves with time, so give a time to page.
     let bound = q.since.clone().unwrap_or_default();
     let listing = format!("the audit export of tenant `{tenant}`");
-    let after = cursor_after(q.cursor.as_deref(), "audit-export", &tenant, &bound, &listing)?
-        .map(|a| {
-            a.parse::<i64>().map_err(|_| {
-                ApiError::bad_request(format!(
-                    "the continue token does not belong to this listing ({listing}): it is malformed"
-                ))
-            })
+    let after = cursor_after(
+        q.cursor.as_deref(),
+        "audit-export",
+        &tenant,
+        &bound,
+        &listing,
+    )?
+    .map(|a| {
+        a.parse::<i64>().map_err(|_| {
+            ApiError::bad_request(format!(
+                "the continue token does not belong to this listing ({listing}): it is malformed"
+            ))
         })
-        .transpose()?;
+    })
+    .transpose()?;
     let t = tenant.clone();
     let (lines, next) = blocking(&st, move |s| {
         if s.get(Kind::Tenant, "", &t)?.is_none() {

@@ -36,10 +36,7 @@ pub fn run(g: &Global, command: ReportCommand) -> Result<(), CliError> {
     let client = Client::new(g)?;
     match command {
         ReportCommand::Balance(args) => {
-            let answer = client.get(&format!(
-                "/report/balance?since={}",
-                encode(&args.since)
-            ))?;
+            let answer = client.get(&format!("/report/balance?since={}", encode(&args.since)))?;
             let items = answer["items"].as_array().cloned().unwrap_or_default();
             match args.output {
                 Some(Output::Json) => {

@@ -59,11 +59,18 @@ fn the_balance_adds_up_after_runs_and_a_restart_and_the_audit_export_is_chained(
         "1.0.0",
         "  vars: {prefix: bal, length: 2}\n",
     ));
-    server.apply(&workspace_manifest("broken", &fx.source("acme/broken"), "1", ""));
+    server.apply(&workspace_manifest(
+        "broken",
+        &fx.source("acme/broken"),
+        "1",
+        "",
+    ));
     server.settled_with("pet", "Ready");
-    wait_for("the run of `broken` failed", Duration::from_secs(180), || {
-        (server.last_run("broken")["result"] == "Failed").then_some(())
-    });
+    wait_for(
+        "the run of `broken` failed",
+        Duration::from_secs(180),
+        || (server.last_run("broken")["result"] == "Failed").then_some(()),
+    );
     // No retry during the test: suspended (a change of spec: one object updated).
     server.apply(&workspace_manifest(
         "broken",
@@ -135,14 +142,30 @@ fn the_balance_adds_up_after_runs_and_a_restart_and_the_audit_export_is_chained(
     // Altered: the line is named.
     let mut altered: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
     altered[1] = altered[1].replacen("\"apply\"", "\"applx\"", 1);
-    let altered = write(fx.files.path(), "altered.jsonl", &(altered.join("\n") + "\n"));
-    let e = fails(&server.sng(&["audit", "verify", "-f", &altered]), 1, "line 2");
+    let altered = write(
+        fx.files.path(),
+        "altered.jsonl",
+        &(altered.join("\n") + "\n"),
+    );
+    let e = fails(
+        &server.sng(&["audit", "verify", "-f", &altered]),
+        1,
+        "line 2",
+    );
     assert!(e.contains("altered"), "{e}");
     // Removed: the line after the gap is named.
     let mut removed: Vec<&str> = lines.clone();
     removed.remove(1);
-    let removed = write(fx.files.path(), "removed.jsonl", &(removed.join("\n") + "\n"));
-    let e = fails(&server.sng(&["audit", "verify", "-f", &removed]), 1, "line 2");
+    let removed = write(
+        fx.files.path(),
+        "removed.jsonl",
+        &(removed.join("\n") + "\n"),
+    );
+    let e = fails(
+        &server.sng(&["audit", "verify", "-f", &removed]),
+        1,
+        "line 2",
+    );
     assert!(e.contains("removed"), "{e}");
 
     // A restart: the same balance, from the records.
@@ -172,10 +195,14 @@ fn the_balance_adds_up_after_runs_and_a_restart_and_the_audit_export_is_chained(
     assert!(server
         .metrics()
         .contains("sng_runs_unaccounted{tenant=\"default\"} 1\n"));
-    let event = wait_for("the balance.unaccounted event", Duration::from_secs(60), || {
-        let events = server.api("/tenants/default/events?type=balance.unaccounted");
-        events["items"].as_array()?.first().cloned()
-    });
+    let event = wait_for(
+        "the balance.unaccounted event",
+        Duration::from_secs(60),
+        || {
+            let events = server.api("/tenants/default/events?type=balance.unaccounted");
+            events["items"].as_array()?.first().cloned()
+        },
+    );
     assert_eq!(event["run"], lost, "{event}");
     assert_eq!(event["workspace"], "pet", "{event}");
 }
