@@ -35,6 +35,7 @@ pub const EVENT_TYPES: &[&str] = &[
     "workspace.refresh_requested",
     "workspace.rolled_back",
     "state.force_unlocked",
+    "balance.unaccounted",
 ];
 
 /// Policy: Rego rules evaluated before every apply of the selected workspaces.

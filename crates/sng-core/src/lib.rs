@@ -3,6 +3,8 @@
 #![forbid(unsafe_code)]
 
 pub mod approval;
+pub mod audit_chain;
+pub mod balance;
 pub mod conditions;
 pub mod dag;
 pub mod decide;

@@ -3,6 +3,7 @@
 
 mod app;
 mod audit;
+mod balance_watch;
 pub mod delivery;
 pub mod error;
 pub mod events;
@@ -74,6 +75,8 @@ pub struct Config {
     pub metrics_public: bool,
     /// Serve HTTPS with this certificate chain and key (`--tls-cert`, `--tls-key`).
     pub tls: Option<tls::TlsFiles>,
+    /// How long audit entries are kept (`--audit-retention`); `None`: as long as the store.
+    pub audit_retention: Option<std::time::Duration>,
 }
 
 impl Config {
@@ -350,6 +353,12 @@ pub async fn run(mut config: Config) -> Result<(), ServerError> {
     let agent = platform
         .clone()
         .map(|p| tokio::spawn(platform::agent::agent_loop(p, stop.clone())));
+    // The balance's watch (runs unaccounted: an event) and the audit retention.
+    let watch = tokio::spawn(balance_watch::watch_loop(
+        store.clone(),
+        config.audit_retention,
+        stop.clone(),
+    ));
     // Webhook delivery from the events outbox (settings: SNG_WEBHOOK_* variables).
     let delivery = tokio::spawn(delivery::deliver_loop(
         store.clone(),
@@ -404,6 +413,7 @@ pub async fn run(mut config: Config) -> Result<(), ServerError> {
         let _ = t.await;
     }
     let _ = delivery.await;
+    let _ = watch.await;
     shutdown.close();
     if let Some(s) = engine_server {
         let _ = s.await;

@@ -9,7 +9,8 @@ use serde_json::{json, Value};
 
 use crate::{Result, Store, StoreError};
 
-/// One write, as recorded.
+/// One write, as recorded. Its fields never include `seq`, `prevHash` nor `hash`: those are
+/// the hash chain's, beside the entry in an export ([`sng_core::audit_chain`]).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct AuditEntry {
@@ -73,18 +74,11 @@ pub fn by_value(token_id: &str, description: &str) -> Value {
     json!({"tokenId": token_id, "description": description})
 }
 
+/// Insert an entry at the end of its tenant's hash chain (inside a write transaction).
 fn insert_entry(conn: &dyn Exec, entry: &AuditEntry) -> Result<()> {
     let workspace = (entry.kind == "Workspace").then_some(entry.name.as_str());
-    conn.execute(
-        "INSERT INTO audit (tenant, workspace, at, entry) VALUES (?1, ?2, ?3, ?4)",
-        params![
-            entry.tenant,
-            workspace,
-            entry.at,
-            serde_json::to_string(entry).expect("json")
-        ],
-    )?;
-    Ok(())
+    let text = serde_json::to_string(entry).expect("json");
+    crate::audit_chain::append(conn, &entry.tenant, workspace, &entry.at, &text)
 }
 
 /// The event of a write on a workspace, by action and outcome (none for writes that have none).
@@ -163,15 +157,17 @@ impl Store {
     /// write methods that take an [`Actor`]); `token_description` is filled from the token
     /// when empty.
     pub fn audit_record(&self, entry: &AuditEntry) -> Result<()> {
-        let conn = self.conn()?;
+        let mut conn = self.conn()?;
+        let tx = conn.transaction()?;
         let mut entry = entry.clone();
         if entry.token_description.is_empty() {
-            entry.token_description = token_description(&conn, &entry.token_id)?;
+            entry.token_description = token_description(&tx, &entry.token_id)?;
         }
         if entry.at.is_empty() {
             entry.at = crate::now_millis();
         }
-        insert_entry(&conn, &entry)
+        insert_entry(&tx, &entry)?;
+        tx.commit()
     }
 
     /// The description of a token of any tenant (`None` when unknown).

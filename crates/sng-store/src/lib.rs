@@ -7,7 +7,9 @@
 mod agents;
 mod approvals;
 mod audit;
+mod audit_chain;
 mod audited;
+mod balance;
 mod copy;
 mod correlation;
 mod crypto;
@@ -157,6 +159,7 @@ impl Store {
             let (secrets, states) = keys::upgrade_legacy(tx, &master)?;
             Ok(((), secrets + states > 0))
         })?;
+        audit_chain::chain_unchained(&mut conn)?;
         drop(conn);
         self.ensure_default_tenant()
     }

@@ -9,6 +9,7 @@ pub mod agent_run;
 pub mod agents;
 pub mod apply;
 pub mod args;
+pub mod audit;
 pub mod config;
 pub mod delete;
 pub mod describe;
@@ -19,6 +20,7 @@ pub mod get;
 pub mod module;
 pub mod objects;
 pub mod quarantine;
+pub mod report;
 pub mod runs;
 pub mod schema;
 pub mod server;
@@ -152,6 +154,9 @@ pub enum Command {
     Completion(shell::CompletionArgs),
     /// Print the man page of `sng` (roff), or write one page per command with `--dir`.
     Man(shell::ManArgs),
+    /// Reports over the records: the daily balance of runs and objects.
+    #[command(subcommand)]
+    Report(report::ReportCommand),
 }
 
 /// The clap command of `sng`, with the examples of [`examples`] in the help of each command.
@@ -225,5 +230,6 @@ pub fn run(cli: Cli, matches: &clap::ArgMatches) -> Result<(), CliError> {
         Command::AgentPool(command) => agents::run_pool(g, command),
         Command::Completion(args) => shell::completion(&args),
         Command::Man(args) => shell::man(&args),
+        Command::Report(command) => report::run(g, command),
     }
 }

@@ -56,11 +56,36 @@ pub fn render_metrics(store: &Store, extra: &str) -> String {
             out.push_str("# webhook metrics unavailable: the store is busy\n");
         }
     }
+    unaccounted(store, &mut out);
     out.push_str(extra);
     if !out.ends_with('\n') {
         out.push('\n');
     }
     out
+}
+
+/// `sng_runs_unaccounted{tenant}`: runs marked queued or running that no job holds (the
+/// balance's `unaccounted`, of every time), every tenant's; must be 0.
+fn unaccounted(store: &Store, out: &mut String) {
+    match store.runs_unaccounted_counts() {
+        Ok(counts) => {
+            let labels: Vec<[(&str, &str); 1]> =
+                counts.keys().map(|t| [("tenant", t.as_str())]).collect();
+            let samples: Vec<(&[(&str, &str)], f64)> = labels
+                .iter()
+                .zip(counts.values())
+                .map(|(l, n)| (&l[..], *n as f64))
+                .collect();
+            write_metric(
+                out,
+                "sng_runs_unaccounted",
+                "gauge",
+                "Runs started and neither ended nor in flight (marked queued or running, held by no job): silent losses. Must be 0.",
+                &samples,
+            );
+        }
+        Err(e) => tracing::warn!(error = %e, "metrics: cannot read the balance"),
+    }
 }
 
 /// Append one metric family: `# HELP`, `# TYPE` (`counter`, `gauge`, `histogram`, `untyped`)

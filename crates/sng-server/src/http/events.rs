@@ -51,7 +51,7 @@ const DEFAULT_LIMIT: usize = 100;
 
 /// `since` as stored times are written (RFC 3339, milliseconds, UTC), from an RFC 3339 time or
 /// a duration back from `now` (`90s`, `30m`, `2h`, `7d`). Pure.
-fn since_of(text: &str, now: chrono::DateTime<chrono::Utc>) -> Result<String, String> {
+pub(crate) fn since_of(text: &str, now: chrono::DateTime<chrono::Utc>) -> Result<String, String> {
     let t = text.trim();
     let at = match chrono::DateTime::parse_from_rfc3339(t) {
         Ok(at) => Some(at.to_utc()),

@@ -22,6 +22,7 @@ mod probes;
 mod process;
 mod quarantine;
 pub mod registry_hook;
+mod report;
 mod runs;
 mod state;
 mod tenants;
@@ -140,6 +141,11 @@ fn routes(state: AppState) -> Router {
         .route(
             "/api/v1/tenants/{tenant}/quarantine/{id}/discard",
             post(quarantine::discard),
+        )
+        .route("/api/v1/report/balance", get(report::balance))
+        .route(
+            "/api/v1/tenants/{tenant}/audit/export",
+            get(audit::export_audit),
         )
         .fallback(|| async { ApiError::not_found("no such API path") })
         .with_state(state)

@@ -151,6 +151,8 @@ pub const OPERATIONS: &[Operation] = &[
     op("post", "/hooks/registry/{tenant}", "Registry notifications (a moved tag starts the runs following it)", Hook, Body::Json, Answer::Json),
     op("get", "/api/v1/tenants/{tenant}/quarantine", "Plans that will never be applied, with their reason", Token, Body::None, List),
     op("post", "/api/v1/tenants/{tenant}/quarantine/{id}/discard", "Discard a quarantined plan", Token, Body::None, Answer::Json),
+    op("get", "/api/v1/report/balance", "The balance of each tenant over a window (`since`): objects written, runs by where they are, `unaccounted`", Token, Body::None, List),
+    op("get", "/api/v1/tenants/{tenant}/audit/export", "The audit trail from `since` on, oldest first, chained by hash (`seq`, `prevHash`, `hash`)", Token, Body::None, List),
 ];
 
 /// Routes served with methods OpenAPI has no field for: path, methods, what they do.

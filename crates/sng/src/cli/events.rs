@@ -19,11 +19,15 @@ pub enum EventsCommand {
     Deadletters(DeadlettersArgs),
     /// The audit trail of the tenant, newest first: every write, who made it (token id and
     /// description), when, the generation it produced. Kept after a workspace is deleted.
+    /// `export` prints it chained by hash, `verify` checks such an export.
     Audit(AuditArgs),
 }
 
 #[derive(Args, Debug)]
+#[command(args_conflicts_with_subcommands = true)]
 pub struct AuditArgs {
+    #[command(subcommand)]
+    pub command: Option<crate::cli::audit::AuditCommand>,
     /// Only the writes of this workspace.
     #[arg(long)]
     pub workspace: Option<String>,
@@ -97,6 +101,10 @@ pub fn run(g: &Global, command: EventsCommand) -> Result<(), CliError> {
             let answer = client.get(&path)?;
             print_items(&answer, args.output, events_table)
         }
+        EventsCommand::Audit(AuditArgs {
+            command: Some(command),
+            ..
+        }) => crate::cli::audit::run(g, command),
         EventsCommand::Audit(args) => {
             let params: Vec<(&str, String)> = args
                 .workspace

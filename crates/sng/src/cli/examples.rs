@@ -134,6 +134,13 @@ const EXAMPLES: &[(&str, &str)] = &[
     ),
     ("agent-pool token list", "sng agent-pool token list"),
     ("agent-pool token revoke", "sng agent-pool token revoke TOKEN_ID"),
+    ("report", "sng report balance --since 24h"),
+    ("report balance", "sng report balance --since 24h\nsng report balance -o json"),
+    (
+        "audit export",
+        "sng audit export --since 2026-12-01T00:00:00Z -o jsonl > audit.jsonl",
+    ),
+    ("audit verify", "sng audit verify -f audit.jsonl"),
 ];
 
 /// The examples of the command at `path` (its names below `sng`, space-separated).

@@ -93,6 +93,11 @@ pub struct ServerArgs {
     /// Private key (PEM) of --tls-cert.
     #[arg(long, env = "SNG_TLS_KEY", value_name = "FILE", requires = "tls_cert")]
     pub tls_key: Option<PathBuf>,
+    /// How long audit entries are kept (Go duration, e.g. `8760h`); by default as long as the
+    /// store (a deleted tenant's trail included). Older entries are removed every minute; the
+    /// chain of what remains still verifies from its first entry on.
+    #[arg(long, env = "SNG_AUDIT_RETENTION", value_parser = parse_duration)]
+    pub audit_retention: Option<std::time::Duration>,
 }
 
 /// `--log-format`.
@@ -171,6 +176,7 @@ pub fn run(args: ServerArgs) -> Result<(), CliError> {
             .tls_cert
             .zip(args.tls_key)
             .map(|(cert, key)| sng_server::tls::TlsFiles { cert, key }),
+        audit_retention: args.audit_retention,
     };
     runtime
         .block_on(sng_server::run(config))

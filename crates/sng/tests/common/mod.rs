@@ -321,7 +321,7 @@ pub fn provider_mirror() -> String {
 
 /// The arguments of a server that runs workspaces: the real engine, `registry` over HTTP, the
 /// test provider's mirror, then `extra`.
-fn run_args(registry: &str, extra: &[&str]) -> Vec<String> {
+pub fn run_args(registry: &str, extra: &[&str]) -> Vec<String> {
     let mut args: Vec<String> = [
         "--engine",
         &engine(),

@@ -12,6 +12,7 @@ mod agent_pools;
 mod agents;
 mod audit;
 mod audit_runs;
+mod balance;
 mod cli;
 mod database_outage;
 mod decisions;
