@@ -95,6 +95,17 @@ impl Store {
                         insert_row(&tx, &t.table, &target, &row, Some(("body", sealed)))?;
                         continue;
                     }
+                    "audit" => {
+                        let workspace = row.get("workspace").and_then(Json::as_str);
+                        crate::audit_chain::append(
+                            &tx,
+                            name,
+                            workspace,
+                            &text(&row, "at")?,
+                            &text(&row, "entry")?,
+                        )?;
+                        continue;
+                    }
                     // Delivered, or not, by the exporting server: never again from here.
                     "events" => {
                         row.insert("dispatched".into(), 1.into());

@@ -231,6 +231,16 @@ fn a_tenant_moves_to_another_server_and_back_without_running_again() {
             .any(|e| e["action"] == "apply"),
         "{audit}"
     );
+    // its audit trail, chained again on the new server, verifies
+    let trail = ok(b.sng_as(&b.token, "acme", &["audit", "export", "-o", "jsonl"], None));
+    assert!(trail.lines().count() >= 4, "{trail}");
+    let o = b.sng_as(
+        &b.token,
+        "acme",
+        &["audit", "verify", "-f", "-"],
+        Some(&trail),
+    );
+    ok(o);
     let secret = b.api("/tenants/acme/secrets/creds?reveal=true");
     assert_eq!(
         secret["data"]["token"],
