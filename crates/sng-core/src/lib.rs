@@ -5,10 +5,12 @@
 pub mod approval;
 pub mod conditions;
 pub mod dag;
+pub mod expiry;
 pub mod decide;
 pub mod jobs;
 pub mod lifecycle;
 pub mod mask;
+pub mod measures;
 pub mod plan;
 pub mod ports;
 pub mod redact;
