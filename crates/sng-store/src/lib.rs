@@ -17,6 +17,7 @@ mod events;
 mod jobs;
 mod keys;
 mod logs;
+mod measures;
 mod migrations;
 mod module_tags;
 mod objects;
