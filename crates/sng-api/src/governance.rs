@@ -35,6 +35,8 @@ pub const EVENT_TYPES: &[&str] = &[
     "workspace.refresh_requested",
     "workspace.rolled_back",
     "state.force_unlocked",
+    "secret.expiring",
+    "secret.expired",
 ];
 
 /// Policy: Rego rules evaluated before every apply of the selected workspaces.
