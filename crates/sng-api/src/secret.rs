@@ -104,7 +104,5 @@ pub fn parse_expires_at(value: Option<&String>) -> Result<Option<i64>, String> {
     let Some(v) = value else { return Ok(None) };
     chrono::DateTime::parse_from_rfc3339(v.trim())
         .map(|t| Some(t.timestamp()))
-        .map_err(|_| {
-            format!("`{v}` is not an RFC 3339 time; expected e.g. `2026-12-31T23:59:59Z`")
-        })
+        .map_err(|_| format!("`{v}` is not an RFC 3339 time; expected e.g. `2026-12-31T23:59:59Z`"))
 }

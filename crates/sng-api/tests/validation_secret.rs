@@ -298,7 +298,12 @@ fn an_expiry_is_an_rfc3339_time() {
         ok("UTC", s("2026-12-31T23:59:59Z")),
         ok("offset", s("2026-12-31T23:59:59+02:00")),
         ok("fraction", s("2026-12-31T23:59:59.5Z")),
-        err("a date only", s("2026-12-31"), field, "is not an RFC 3339 time"),
+        err(
+            "a date only",
+            s("2026-12-31"),
+            field,
+            "is not an RFC 3339 time",
+        ),
         err("a duration", s("7d"), field, "is not an RFC 3339 time"),
         err("empty", s(""), field, "is not an RFC 3339 time"),
     ]);

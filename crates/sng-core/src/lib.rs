@@ -5,8 +5,8 @@
 pub mod approval;
 pub mod conditions;
 pub mod dag;
-pub mod expiry;
 pub mod decide;
+pub mod expiry;
 pub mod jobs;
 pub mod lifecycle;
 pub mod mask;

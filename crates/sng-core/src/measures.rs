@@ -13,9 +13,10 @@ pub const OTHER_TENANTS: &str = "_other";
 /// quarantined and not discarded.
 pub fn to_resume(status: &WorkspaceStatus, quarantined: bool) -> bool {
     let holds = |type_: &str, value: &str, reason: Option<&str>| {
-        status.conditions.iter().any(|c| {
-            c.type_ == type_ && c.status == value && reason.is_none_or(|r| c.reason == r)
-        })
+        status
+            .conditions
+            .iter()
+            .any(|c| c.type_ == type_ && c.status == value && reason.is_none_or(|r| c.reason == r))
     };
     quarantined
         || holds(FAILED, "True", None)
@@ -200,7 +201,10 @@ mod tests {
         let all = s(&[("c", 1.0), ("a", 5.0), ("b", 5.0), ("d", 2.0)]);
         for (max, want) in [
             (None, s(&[("a", 5.0), ("b", 5.0), ("c", 1.0), ("d", 2.0)])),
-            (Some(4), s(&[("a", 5.0), ("b", 5.0), ("c", 1.0), ("d", 2.0)])),
+            (
+                Some(4),
+                s(&[("a", 5.0), ("b", 5.0), ("c", 1.0), ("d", 2.0)]),
+            ),
             (Some(2), s(&[("a", 5.0), ("b", 5.0), ("_other", 3.0)])),
             (Some(1), s(&[("a", 5.0), ("_other", 8.0)])),
             (Some(0), s(&[("_other", 13.0)])),

@@ -14,15 +14,18 @@ use sng_store::Store;
 use crate::events::write_metric;
 use crate::platform::Platform;
 
+/// A label besides `tenant` (`within="7d"`), if any.
+type Extra<'a> = Option<(&'a str, &'a str)>;
+
 /// One gauge family by tenant (and one fixed label more, if any), bounded.
 fn gauge(
     out: &mut String,
     name: &str,
     help: &str,
-    series: &[(Option<(&str, &str)>, BTreeMap<String, f64>)],
+    series: &[(Extra<'_>, BTreeMap<String, f64>)],
     max: Option<usize>,
 ) {
-    let mut rows: Vec<(String, Option<(&str, &str)>, f64)> = Vec::new();
+    let mut rows: Vec<(String, Extra<'_>, f64)> = Vec::new();
     for (extra, by_tenant) in series {
         let samples = bound_tenants(by_tenant.clone().into_iter().collect(), max);
         rows.extend(samples.into_iter().map(|(t, v)| (t, *extra, v)));
@@ -89,7 +92,12 @@ pub(crate) fn write(store: &Store, p: Option<&Platform>, max: Option<usize>, out
 
 /// `sng_tokens_expiring{tenant,within}`: API tokens not revoked that expire within 7 days or 1
 /// day (the platform's own tokens under `tenant="_platform"`).
-fn token_gauges(store: &Store, zeros: &BTreeMap<String, f64>, max: Option<usize>, out: &mut String) {
+fn token_gauges(
+    store: &Store,
+    zeros: &BTreeMap<String, f64>,
+    max: Option<usize>,
+    out: &mut String,
+) {
     let now = chrono::Utc::now().timestamp();
     let expiries = store.token_expiries().unwrap_or_default();
     let within = |w: i64| {

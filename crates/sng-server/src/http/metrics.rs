@@ -209,8 +209,8 @@ pub(crate) async fn metrics(
         super::measures::write(&store, platform.as_deref(), max, &mut extra);
         crate::events::render_metrics(&store, &extra)
     })
-        .await
-        .unwrap_or_else(|_| "# metrics unavailable\n".into());
+    .await
+    .unwrap_or_else(|_| "# metrics unavailable\n".into());
     let page = match tenant {
         Some(t) => only_tenant(&page, &t),
         None => page,

@@ -7,9 +7,8 @@ use sng_store::RunRecord;
 use super::Platform;
 
 /// Bucket bounds of `sng_rollback_seconds`: a minute to a day.
-pub const ROLLBACK_BUCKETS: [f64; 8] = [
-    60.0, 300.0, 900.0, 1800.0, 3600.0, 7200.0, 21600.0, 86400.0,
-];
+pub const ROLLBACK_BUCKETS: [f64; 8] =
+    [60.0, 300.0, 900.0, 1800.0, 3600.0, 7200.0, 21600.0, 86400.0];
 
 /// Time a rollback that ended (`record`) from the failure it answers, if it is one.
 pub(super) fn rollback_ended(p: &Platform, record: &RunRecord) {

@@ -45,6 +45,9 @@ pub struct Counts {
     pub expired: u64,
 }
 
+/// (tenant, workspace, secret, expiry): what a notice is about.
+type NoticeKey = (String, String, String, i64);
+
 /// What the watcher keeps between passes.
 #[derive(Default)]
 pub struct Watch {
@@ -52,7 +55,7 @@ pub struct Watch {
     pub counts: Mutex<BTreeMap<String, Counts>>,
     /// Notices sent, by (tenant, workspace, secret, expiry); a workspace's are read back from
     /// the outbox once per process (`loaded`).
-    sent: Mutex<HashMap<(String, String, String, i64), Vec<Notice>>>,
+    sent: Mutex<HashMap<NoticeKey, Vec<Notice>>>,
     loaded: Mutex<BTreeSet<(String, String)>>,
 }
 
@@ -245,10 +248,7 @@ impl Platform {
     /// The notices due for the secrets a workspace cites: each once.
     fn notices(&self, tenant: &str, ws: &Workspace, cited: &[Cited], now: i64) {
         let name = &ws.metadata.name;
-        if cited
-            .iter()
-            .all(|c| expiry::notice_at(c.at, now).is_none())
-        {
+        if cited.iter().all(|c| expiry::notice_at(c.at, now).is_none()) {
             return;
         }
         self.load_sent(tenant, name);

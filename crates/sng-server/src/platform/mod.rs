@@ -3,10 +3,10 @@
 
 pub mod agent;
 mod checks;
-mod conclude_measures;
-pub mod expiry;
 mod conclude;
+mod conclude_measures;
 pub mod decisions;
+pub mod expiry;
 pub(crate) mod facts;
 mod finalize;
 pub(crate) mod inputs;

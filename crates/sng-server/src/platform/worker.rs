@@ -252,10 +252,9 @@ async fn prepare(p: &Platform, lease: &Arc<Lease>, mut b: Begun) -> Begin {
     // hash recorded: a retry waits for the backoff).
     let (store, t, w) = (p.store.clone(), tenant.to_string(), ws.clone());
     let now = chrono::Utc::now().timestamp();
-    if let Ok(Some(m)) = tokio::task::spawn_blocking(move || {
-        super::expiry::expired_secret(&store, &t, &w, now)
-    })
-    .await
+    if let Ok(Some(m)) =
+        tokio::task::spawn_blocking(move || super::expiry::expired_secret(&store, &t, &w, now))
+            .await
     {
         fail!(Reason::SecretExpired, m);
     }

@@ -52,7 +52,11 @@ fn secrets_warn_before_they_expire_and_an_expired_one_stops_the_run_before_the_e
 
     // A bad expiry is refused, naming the field, and nothing is written.
     let bad = write(fx.files.path(), "bad.yaml", &secret("bad", "in two days"));
-    let e = fails(&server.sng(&["apply", "-f", &bad]), 1, "tofu.stackngo.io/expires-at");
+    let e = fails(
+        &server.sng(&["apply", "-f", &bad]),
+        1,
+        "tofu.stackngo.io/expires-at",
+    );
     assert!(e.contains("RFC 3339"), "{e}");
     assert!(!e.contains(CANARY), "{e}");
     let o = server.sng(&["kind", "get", "secret", "bad"]);
@@ -134,21 +138,33 @@ fn secrets_warn_before_they_expire_and_an_expired_one_stops_the_run_before_the_e
         condition(w, "SecretExpiring").1 == "SecretExpired"
     });
     let message = condition(&x_ws, "SecretExpiring").2;
-    assert!(message.contains("Secret `short`") && message.contains("expired at"), "{message}");
+    assert!(
+        message.contains("Secret `short`") && message.contains("expired at"),
+        "{message}"
+    );
     let page = wait_for("the counts", Duration::from_secs(30), || {
         let page = server.metrics();
         (sample(&page, "sng_secrets_expired{tenant=\"default\"}") == Some(1.0)).then_some(page)
     });
     assert_eq!(
-        sample(&page, "sng_secrets_expiring{tenant=\"default\",within=\"7d\"}"),
+        sample(
+            &page,
+            "sng_secrets_expiring{tenant=\"default\",within=\"7d\"}"
+        ),
         Some(1.0),
         "{page}"
     );
     assert_eq!(
-        sample(&page, "sng_secrets_expiring{tenant=\"default\",within=\"1d\"}"),
+        sample(
+            &page,
+            "sng_secrets_expiring{tenant=\"default\",within=\"1d\"}"
+        ),
         Some(0.0)
     );
-    assert!(page.contains("sng_tokens_expiring{tenant=\"default\",within=\"7d\"} 0"), "{page}");
+    assert!(
+        page.contains("sng_tokens_expiring{tenant=\"default\",within=\"7d\"} 0"),
+        "{page}"
+    );
 
     // Resumed, x's run stops before the engine, naming the secret.
     server.apply(&x(false));
@@ -156,11 +172,17 @@ fn secrets_warn_before_they_expire_and_an_expired_one_stops_the_run_before_the_e
         condition(w, "Failed").1 == "SecretExpired"
     });
     let message = failed_because(&x_ws, "SecretExpired");
-    assert!(message.contains("Secret `short` (spec.varsFrom[0]) expired at"), "{message}");
+    assert!(
+        message.contains("Secret `short` (spec.varsFrom[0]) expired at"),
+        "{message}"
+    );
     let run = server.last_run("x");
     assert_eq!(run["phase"], "Failed", "{run}");
     assert_eq!(run["reason"], "SecretExpired");
-    assert!(run["startedAt"].is_null(), "the engine never started: {run}");
+    assert!(
+        run["startedAt"].is_null(),
+        "the engine never started: {run}"
+    );
     assert!(
         run["steps"].as_array().is_none_or(|s| s.is_empty()),
         "no engine step: {run}"
@@ -178,7 +200,10 @@ fn secrets_warn_before_they_expire_and_an_expired_one_stops_the_run_before_the_e
     assert_eq!(within, ["1d"]);
     assert_eq!(of_type(&e, "secret.expired").len(), 1);
     assert!(of_type(&e, "secret.expired")[0]["owner"].is_null());
-    assert_eq!(of_type(&events_of(&server, "w"), "secret.expiring").len(), 1);
+    assert_eq!(
+        of_type(&events_of(&server, "w"), "secret.expiring").len(),
+        1
+    );
     assert!(!format!("{e:?}").contains(CANARY));
 }
 
@@ -195,7 +220,9 @@ fn owners_and_the_measures_of_the_seed() {
         match owner {
             Some(o) => m.replace(
                 &format!("metadata: {{name: {name}}}"),
-                &format!("metadata: {{name: {name}, annotations: {{tofu.stackngo.io/owner: {o}}}}}"),
+                &format!(
+                    "metadata: {{name: {name}, annotations: {{tofu.stackngo.io/owner: {o}}}}}"
+                ),
             ),
             None => m,
         }
@@ -219,13 +246,19 @@ fn owners_and_the_measures_of_the_seed() {
         (sample(&page, "sng_runs_to_resume{tenant=\"default\"}") == Some(2.0)).then_some(page)
     });
     assert_eq!(
-        sample(&page, "sng_workspaces_failed_without_owner{tenant=\"default\"}"),
+        sample(
+            &page,
+            "sng_workspaces_failed_without_owner{tenant=\"default\"}"
+        ),
         Some(1.0),
         "{page}"
     );
     // One tenant named (the largest); the others summed under `_other`.
     assert_eq!(
-        sample(&page, "sng_workspaces_failed_without_owner{tenant=\"_other\"}"),
+        sample(
+            &page,
+            "sng_workspaces_failed_without_owner{tenant=\"_other\"}"
+        ),
         Some(0.0),
         "{page}"
     );
