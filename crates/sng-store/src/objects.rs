@@ -2,6 +2,7 @@
 //! resourceVersion, delete, status. Reading them (one, a listing, a page, counts) is in `read`.
 
 mod read;
+pub(crate) use read::workspace_owner;
 
 use crate::db::{params, Exec, ExecExt as _};
 use serde_json::Value;
@@ -208,19 +209,6 @@ fn get_row(tx: &dyn Exec, kind: Kind, tenant: &str, name: &str) -> Result<Option
             read_row,
         )?
         .map(|(_, row)| row))
-}
-
-/// The owner a workspace names (`tofu.stackngo.io/owner`), read inside a transaction.
-pub(crate) fn workspace_owner(conn: &dyn Exec, tenant: &str, name: &str) -> Result<Option<String>> {
-    let Some(row) = get_row(conn, Kind::Workspace, tenant, name)? else {
-        return Ok(None);
-    };
-    let annotations: std::collections::BTreeMap<String, String> =
-        serde_json::from_str(&row.annotations).unwrap_or_default();
-    Ok(annotations
-        .get(sng_api::workspace::OWNER_ANNOTATION)
-        .map(|o| o.trim().to_string())
-        .filter(|o| !o.is_empty()))
 }
 
 fn tenant_exists(conn: &dyn Exec, tenant: &str) -> Result<bool> {
