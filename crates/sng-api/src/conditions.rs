@@ -13,12 +13,17 @@ pub const AWAITING_APPROVAL: &str = "AwaitingApproval";
 /// The last run failed.
 pub const FAILED: &str = "Failed";
 
+/// A Secret the workspace cites expires within 7 days, or has expired
+/// (`tofu.stackngo.io/expires-at`): a warning; a run stops before the engine once it has.
+pub const SECRET_EXPIRING: &str = "SecretExpiring";
+
 /// Every condition type, in display order.
-pub const ALL_TYPES: [&str; 6] = [
+pub const ALL_TYPES: [&str; 7] = [
     READY,
     DRIFTED,
     PLANNING,
     APPLYING,
     AWAITING_APPROVAL,
     FAILED,
+    SECRET_EXPIRING,
 ];

@@ -36,6 +36,8 @@ pub const EVENT_TYPES: &[&str] = &[
     "workspace.rolled_back",
     "state.force_unlocked",
     "balance.unaccounted",
+    "secret.expiring",
+    "secret.expired",
 ];
 
 /// Policy: Rego rules evaluated before every apply of the selected workspaces.

@@ -86,4 +86,18 @@ impl ProviderSpec {
     pub fn local_name(&self) -> &str {
         self.source.rsplit('/').next().unwrap_or(&self.source)
     }
+
+    /// The Secrets this Provider cites, with the field citing each (`spec.configFrom[0]`, …).
+    pub fn cited_secrets(&self) -> Vec<(String, String)> {
+        let from = self
+            .config_from
+            .iter()
+            .enumerate()
+            .map(|(i, c)| (c.secret_ref.name.clone(), format!("spec.configFrom[{i}]")));
+        let env = self.env.iter().enumerate().filter_map(|(i, e)| {
+            let r = e.secret_ref.as_ref()?;
+            Some((r.name.clone(), format!("spec.env[{i}]")))
+        });
+        from.chain(env).collect()
+    }
 }

@@ -326,6 +326,10 @@ reasons!(
         NotFound => "NotFound",
         /// `sng explain`: nothing to do and no condition says why.
         Idle => "Idle",
+        /// A cited Secret expires within 7 days (`tofu.stackngo.io/expires-at`).
+        SecretExpiring => "SecretExpiring",
+        /// A cited Secret has expired: a run that needs it stops before the engine.
+        SecretExpired => "SecretExpired",
     }
 );
 

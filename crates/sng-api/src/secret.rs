@@ -17,6 +17,10 @@ pub const TYPE_DOCKERCONFIGJSON: &str = "kubernetes.io/dockerconfigjson";
 pub const DOCKERCONFIGJSON_KEY: &str = ".dockerconfigjson";
 /// Pattern of a secret key.
 pub const SECRET_KEY_PATTERN: &str = r"^[-._a-zA-Z0-9]+$";
+/// Annotation giving when a secret's values stop working (RFC 3339, e.g.
+/// `2026-12-31T23:59:59Z`): the workspaces citing it are warned 7 days and 1 day ahead, and once
+/// it has passed a run that needs the secret stops before the engine (`SecretExpired`).
+pub const EXPIRES_AT_ANNOTATION: &str = "tofu.stackngo.io/expires-at";
 
 /// Secret: key/value data of your tenant. Values are shown only when asked (`-o yaml|json`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -75,6 +79,13 @@ impl Secret {
         base64::engine::general_purpose::STANDARD.decode(raw).ok()
     }
 
+    /// When the secret expires (`metadata.annotations["tofu.stackngo.io/expires-at"]`), in
+    /// seconds since the epoch; `Ok(None)` without the annotation, `Err` (the rule broken) when
+    /// it is not an RFC 3339 time.
+    pub fn expires_at(&self) -> Result<Option<i64>, String> {
+        parse_expires_at(self.metadata.annotations.get(EXPIRES_AT_ANNOTATION))
+    }
+
     /// Drop the values, keep the key names in `status.keys`.
     pub fn redact(&mut self) {
         let mut keys: Vec<String> = self.data.keys().cloned().collect();
@@ -85,4 +96,13 @@ impl Secret {
         self.string_data.clear();
         self.status = Some(SecretStatus { keys });
     }
+}
+
+/// The value of an `expires-at` annotation, in seconds since the epoch (see
+/// [`Secret::expires_at`]).
+pub fn parse_expires_at(value: Option<&String>) -> Result<Option<i64>, String> {
+    let Some(v) = value else { return Ok(None) };
+    chrono::DateTime::parse_from_rfc3339(v.trim())
+        .map(|t| Some(t.timestamp()))
+        .map_err(|_| format!("`{v}` is not an RFC 3339 time; expected e.g. `2026-12-31T23:59:59Z`"))
 }

@@ -485,7 +485,50 @@ impl WorkspaceSpec {
     }
 }
 
+/// Annotation naming who answers for a workspace (a person, a team, an on-call rota): carried
+/// by its events and webhooks; a failed workspace without one is counted by
+/// `sng_workspaces_failed_without_owner`.
+pub const OWNER_ANNOTATION: &str = "tofu.stackngo.io/owner";
+
 impl Workspace {
+    /// Who answers for the workspace (`metadata.annotations["tofu.stackngo.io/owner"]`), if
+    /// anyone.
+    pub fn owner(&self) -> Option<&str> {
+        self.metadata
+            .annotations
+            .get(OWNER_ANNOTATION)
+            .map(|o| o.trim())
+            .filter(|o| !o.is_empty())
+    }
+
+    /// The Secrets the workspace cites itself, with the field citing each (`spec.varsFrom[0]`,
+    /// …): variables, import ids, registry credentials, the state bucket's credentials. The
+    /// secrets of its Providers are cited by them ([`crate::provider::ProviderSpec::cited_secrets`]).
+    pub fn cited_secrets(&self) -> Vec<(String, String)> {
+        let s = &self.spec;
+        let mut out = Vec::new();
+        for (i, v) in s.vars_from.iter().enumerate() {
+            if let Some(r) = &v.secret_ref {
+                out.push((r.name.clone(), format!("spec.varsFrom[{i}]")));
+            }
+        }
+        for (i, imp) in s.imports.iter().enumerate() {
+            if let Some(r) = imp.id_from.as_ref().and_then(|f| f.secret_ref.as_ref()) {
+                out.push((r.name.clone(), format!("spec.imports[{i}]")));
+            }
+        }
+        if let Some(r) = &s.module.pull_secret_ref {
+            out.push((r.name.clone(), "spec.module.pullSecretRef".into()));
+        }
+        if let Some(s3) = s.backend.as_ref().and_then(|b| b.s3.as_ref()) {
+            out.push((
+                s3.credentials_secret_ref.name.clone(),
+                "spec.backend.s3.credentialsSecretRef".into(),
+            ));
+        }
+        out
+    }
+
     /// Name of the secret receiving the outputs (`outputs.secretName`, default `<name>-outputs`).
     pub fn outputs_secret_name(&self) -> String {
         self.spec

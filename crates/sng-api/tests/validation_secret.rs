@@ -285,3 +285,26 @@ fn secret_normalize_merges_string_data() {
         serde_json::json!({"type": "Opaque", "data": {"c": b64("plain")}})
     );
 }
+
+#[test]
+fn an_expiry_is_an_rfc3339_time() {
+    let s = |at: &str| {
+        format!(
+            "apiVersion: v1\nkind: Secret\nmetadata:\n  name: creds\n  annotations:\n    tofu.stackngo.io/expires-at: \"{at}\"\nstringData:\n  k: v\n"
+        )
+    };
+    let field = "metadata.annotations[\"tofu.stackngo.io/expires-at\"]";
+    run(vec![
+        ok("UTC", s("2026-12-31T23:59:59Z")),
+        ok("offset", s("2026-12-31T23:59:59+02:00")),
+        ok("fraction", s("2026-12-31T23:59:59.5Z")),
+        err(
+            "a date only",
+            s("2026-12-31"),
+            field,
+            "is not an RFC 3339 time",
+        ),
+        err("a duration", s("7d"), field, "is not an RFC 3339 time"),
+        err("empty", s(""), field, "is not an RFC 3339 time"),
+    ]);
+}

@@ -16,6 +16,8 @@ pub struct AppState {
     pub platform: Option<Arc<crate::platform::Platform>>,
     /// `GET /metrics` answers without a token (`--metrics-public`).
     pub metrics_public: bool,
+    /// At most this many tenants named in the measures' series (`--metrics-max-tenants`).
+    pub metrics_max_tenants: Option<usize>,
 }
 
 /// Run a store call off the async threads.

@@ -73,6 +73,9 @@ pub struct Config {
     pub shared_modules: Option<(String, PathBuf)>,
     /// `GET /metrics` without a token (`--metrics-public`).
     pub metrics_public: bool,
+    /// At most this many tenants named in the measures' series (`--metrics-max-tenants`); the
+    /// others under `tenant="_other"`.
+    pub metrics_max_tenants: Option<usize>,
     /// Serve HTTPS with this certificate chain and key (`--tls-cert`, `--tls-key`).
     pub tls: Option<tls::TlsFiles>,
     /// How long audit entries are kept (`--audit-retention`); `None`: as long as the store.
@@ -349,6 +352,10 @@ pub async fn run(mut config: Config) -> Result<(), ServerError> {
     let tags = platform
         .clone()
         .map(|p| tokio::spawn(platform::tags::tag_loop(p, stop.clone())));
+    // The secrets' expiry watcher: warnings in statuses, notices, counts.
+    let expiries = platform
+        .clone()
+        .map(|p| tokio::spawn(platform::expiry::expiry_loop(p, stop.clone())));
     // The local agent: claims the jobs the reconciler enqueues and runs them.
     let agent = platform
         .clone()
@@ -372,6 +379,7 @@ pub async fn run(mut config: Config) -> Result<(), ServerError> {
         store,
         platform: platform.clone(),
         metrics_public: config.metrics_public,
+        metrics_max_tenants: config.metrics_max_tenants,
     };
     let engine_app = engine_listener
         .as_ref()
@@ -411,6 +419,9 @@ pub async fn run(mut config: Config) -> Result<(), ServerError> {
     }
     if let Some(t) = tags {
         let _ = t.await;
+    }
+    if let Some(x) = expiries {
+        let _ = x.await;
     }
     let _ = delivery.await;
     let _ = watch.await;

@@ -34,9 +34,29 @@ fn parse_event(body: &str) -> Result<Event> {
     serde_json::from_str(body).map_err(|e| StoreError::Corrupt(format!("event: {e}")))
 }
 
+/// The event with what every event carries besides its own details: the owner of its workspace
+/// (`tofu.stackngo.io/owner`, read in the same transaction) and the symptom (`data.reason`
+/// when it is a word).
+fn with_owner_and_reason(conn: &dyn Exec, event: &Event) -> Result<Event> {
+    let mut event = event.clone();
+    if event.owner.is_none() {
+        event.owner = crate::objects::workspace_owner(conn, &event.tenant, &event.workspace)?;
+    }
+    if event.reason.is_none() {
+        event.reason = event
+            .data
+            .get("reason")
+            .and_then(serde_json::Value::as_str)
+            .filter(|r| !r.is_empty() && r.chars().all(|c| c.is_ascii_alphanumeric()))
+            .map(str::to_string);
+    }
+    Ok(event)
+}
+
 /// Put an event in the outbox inside a transaction (see [`Store::emit`]).
 pub(crate) fn insert_event(conn: &dyn Exec, event: &Event) -> Result<()> {
     event.check().map_err(StoreError::Invalid)?;
+    let event = &with_owner_and_reason(conn, event)?;
     let body = serde_json::to_string(event).expect("json");
     let taken: bool = conn.query_row(
         "SELECT EXISTS (SELECT 1 FROM events WHERE external_id = ?1)",

@@ -212,3 +212,44 @@ fn deliveries_go_in_order_retry_and_end_in_the_dead_letters() {
     assert_eq!(o2.external_id, b.external_id);
 }
 }
+
+mod owners {
+    use super::*;
+    crate::testing::on_both! {
+    #[test]
+    fn events_carry_the_owner_of_their_workspace_and_the_symptom() {
+        let s = crate::testing::fresh();
+        let ws = |name: &str, owner: Option<&str>| {
+            let mut meta = json!({"name": name});
+            if let Some(o) = owner {
+                meta["annotations"] = json!({"tofu.stackngo.io/owner": o});
+            }
+            sng_api::decode(
+                &json!({"apiVersion": "tofu.stackngo.io/v1alpha1", "kind": "Workspace", "metadata": meta,
+                        "spec": {"module": {"source": "oci://r.example/acme/pet", "tag": "1"}}}),
+                1,
+            )
+            .unwrap()
+        };
+        s.apply("default", vec![ws("owned", Some("team-db")), ws("orphan", None)], false)
+            .unwrap();
+        let failed = |w: &str, reason: &str| {
+            Event::new("workspace.failed", "default", w, None, "c", json!({"reason": reason, "message": "x y"}))
+        };
+        s.emit(&failed("owned", "RunFailed")).unwrap();
+        s.emit(&failed("orphan", "the plan changed")).unwrap();
+        let events = s.events("default", None, 10).unwrap();
+        let (orphan, owned) = (&events[0], &events[1]);
+        assert_eq!(owned.owner.as_deref(), Some("team-db"));
+        assert_eq!(owned.reason.as_deref(), Some("RunFailed"));
+        // Words are a message, not a symptom; no owner, no key.
+        assert_eq!((orphan.owner.as_deref(), orphan.reason.as_deref()), (None, None));
+        // The stored body (the webhook payload) holds them.
+        let body = serde_json::to_value(&s.events_undispatched(10).unwrap()[0].event).unwrap();
+        assert_eq!(body["owner"], "team-db");
+        assert_eq!(body["reason"], "RunFailed");
+        assert_eq!(body["tenant"], "default");
+        assert_eq!(body["workspace"], "owned");
+    }
+    }
+}

@@ -19,6 +19,7 @@ mod events;
 mod jobs;
 mod keys;
 mod logs;
+mod measures;
 mod migrations;
 mod module_tags;
 mod moving;

@@ -2,6 +2,7 @@
 //! resourceVersion, delete, status. Reading them (one, a listing, a page, counts) is in `read`.
 
 mod read;
+pub(crate) use read::workspace_owner;
 
 use crate::db::{params, Exec, ExecExt as _};
 use serde_json::Value;

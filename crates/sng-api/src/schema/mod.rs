@@ -83,6 +83,11 @@ pub const NOT_IN_SCHEMA: &[Gap] = &[
                `auths`",
         message: "docker config JSON object",
     },
+    Gap {
+        id: "secret-expires-at",
+        rule: "Secret metadata.annotations[\"tofu.stackngo.io/expires-at\"]: an RFC 3339 time",
+        message: "is not an RFC 3339 time",
+    },
 ];
 
 /// The JSON Schema (draft 2020-12) of a kind.

@@ -11,6 +11,15 @@ use crate::secret::{
 /// Every rule of the Secret kind. Never quotes a value.
 pub fn validate_secret(s: &Secret) -> Vec<FieldError> {
     let mut e = Errors(check_meta(&s.metadata, true));
+    if let Err(m) = s.expires_at() {
+        e.add(
+            format!(
+                "metadata.annotations[\"{}\"]",
+                crate::secret::EXPIRES_AT_ANNOTATION
+            ),
+            m,
+        );
+    }
     let type_ = s.secret_type();
     if type_ != TYPE_OPAQUE && type_ != TYPE_DOCKERCONFIGJSON {
         e.add("type", format!("unsupported value `{type_}`; expected `{TYPE_OPAQUE}` or `{TYPE_DOCKERCONFIGJSON}`"));

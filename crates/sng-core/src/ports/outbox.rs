@@ -33,6 +33,14 @@ pub struct Event {
     pub run: Option<String>,
     /// Details: a JSON object, never a secret value.
     pub data: Value,
+    /// Who answers for the workspace (its `tofu.stackngo.io/owner` annotation), filled by the
+    /// outbox when the event enters it; absent when the workspace names none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner: Option<String>,
+    /// The symptom in one word (`RunFailed`, `SecretExpired`, …): `data.reason` when it is
+    /// one, filled by the outbox when the event enters it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
 }
 
 impl Event {
@@ -60,6 +68,8 @@ impl Event {
             } else {
                 data
             },
+            owner: None,
+            reason: None,
         }
     }
 

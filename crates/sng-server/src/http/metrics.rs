@@ -204,9 +204,13 @@ pub(crate) async fn metrics(
     let mut extra = platform_metrics(&st);
     super::process::write(&mut extra);
     let store = st.store.clone();
-    let page = tokio::task::spawn_blocking(move || crate::events::render_metrics(&store, &extra))
-        .await
-        .unwrap_or_else(|_| "# metrics unavailable\n".into());
+    let (platform, max) = (st.platform.clone(), st.metrics_max_tenants);
+    let page = tokio::task::spawn_blocking(move || {
+        super::measures::write(&store, platform.as_deref(), max, &mut extra);
+        crate::events::render_metrics(&store, &extra)
+    })
+    .await
+    .unwrap_or_else(|_| "# metrics unavailable\n".into());
     let page = match tenant {
         Some(t) => only_tenant(&page, &t),
         None => page,

@@ -14,6 +14,7 @@ mod audit;
 pub mod correlation;
 mod events;
 mod extract;
+mod measures;
 mod metrics;
 mod objects;
 pub mod openapi;

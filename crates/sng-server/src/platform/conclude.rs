@@ -378,6 +378,7 @@ pub(crate) async fn conclude(p: &Platform, lease: &Arc<Lease>, b: Begun, stopped
     }
     p.stats
         .run_ended(phase.as_str(), started.elapsed().as_secs_f64());
+    super::conclude_measures::rollback_ended(p, &record);
     let data = json!({"result": phase, "reason": record.reason, "message": record.message, "planId": st.last_plan.as_ref().map(|p| p.id.clone())});
     let events = concluded.events;
     for e in events {

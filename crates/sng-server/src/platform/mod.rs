@@ -4,7 +4,9 @@
 pub mod agent;
 mod checks;
 mod conclude;
+mod conclude_measures;
 pub mod decisions;
+pub mod expiry;
 pub(crate) mod facts;
 mod finalize;
 pub(crate) mod inputs;
@@ -66,6 +68,8 @@ pub struct Platform {
     pub shared_modules: Option<tags::SharedModules>,
     /// How often followed tags are resolved again (zero: only on registry notifications).
     pub tag_poll_interval: std::time::Duration,
+    /// The secrets' expiry watcher: its counts and the notices it sent.
+    pub expiry: expiry::Watch,
 }
 
 /// Counters of the platform.
@@ -85,6 +89,8 @@ pub struct Stats {
     pub runs_by_result: Mutex<BTreeMap<String, u64>>,
     /// Durations of ended runs: (bucket upper bounds in seconds → count), sum, count.
     pub durations: Mutex<Durations>,
+    /// By tenant: seconds from a failure to the success of the rollback that answered it.
+    pub rollbacks: Mutex<BTreeMap<String, Durations>>,
 }
 
 /// A duration histogram: (bucket upper bound in seconds, count) per bucket, sum, count.
@@ -144,6 +150,7 @@ impl Platform {
             memory: Default::default(),
             shared_modules: None,
             tag_poll_interval: std::time::Duration::from_secs(300),
+            expiry: Default::default(),
         }
     }
 

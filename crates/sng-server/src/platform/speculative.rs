@@ -17,10 +17,15 @@ pub async fn plan(p: &Platform, tenant: &str, ws: Workspace) -> Result<Value, St
     let name = ws.metadata.name.clone();
     let store = p.store.clone();
     let (t, w) = (tenant.to_string(), ws.clone());
-    let inputs = tokio::task::spawn_blocking(move || gather(&store, &t, &w))
-        .await
-        .map_err(|e| e.to_string())?
-        .map_err(|e| e.to_string())?;
+    let now = chrono::Utc::now().timestamp();
+    let inputs = tokio::task::spawn_blocking(move || {
+        if let Some(m) = super::expiry::expired_secret(&store, &t, &w, now) {
+            return Err(format!("{}: {m}", sng_api::run::Reason::SecretExpired));
+        }
+        gather(&store, &t, &w).map_err(|e| e.to_string())
+    })
+    .await
+    .map_err(|e| e.to_string())??;
     let pinned = pin_module(p, &ws, &inputs).await?;
     let digest = pinned.digest.clone();
     let module_dir = fetch_module(p, &ws, &pinned).await?;

@@ -248,6 +248,16 @@ async fn prepare(p: &Platform, lease: &Arc<Lease>, mut b: Begun) -> Begin {
     b.ended.planned_with_defaults = !inputs.defaults_used.is_empty();
     record.planned_with_defaults = b.ended.planned_with_defaults;
     lease.record(&p.store, record);
+    // Dead credentials: a cited secret past its `expires-at` stops the run here (its inputs
+    // hash recorded: a retry waits for the backoff).
+    let (store, t, w) = (p.store.clone(), tenant.to_string(), ws.clone());
+    let now = chrono::Utc::now().timestamp();
+    if let Ok(Some(m)) =
+        tokio::task::spawn_blocking(move || super::expiry::expired_secret(&store, &t, &w, now))
+            .await
+    {
+        fail!(Reason::SecretExpired, m);
+    }
     // Module: resolve the tag to a digest once, and use that digest for the whole run.
     let m = &ws.spec.module;
     let pinned = match pin_module(p, ws, &inputs).await {

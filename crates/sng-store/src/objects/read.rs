@@ -141,3 +141,20 @@ impl Store {
         Ok(rows.into_iter().collect())
     }
 }
+
+/// The owner a workspace names (`tofu.stackngo.io/owner`), read inside a transaction.
+pub(crate) fn workspace_owner(
+    conn: &dyn crate::db::Exec,
+    tenant: &str,
+    name: &str,
+) -> Result<Option<String>> {
+    let Some(row) = get_row(conn, Kind::Workspace, tenant, name)? else {
+        return Ok(None);
+    };
+    let annotations: std::collections::BTreeMap<String, String> =
+        serde_json::from_str(&row.annotations).unwrap_or_default();
+    Ok(annotations
+        .get(sng_api::workspace::OWNER_ANNOTATION)
+        .map(|o| o.trim().to_string())
+        .filter(|o| !o.is_empty()))
+}

@@ -79,6 +79,11 @@ pub struct ServerArgs {
     /// reaches); by default it needs a token.
     #[arg(long, env = "SNG_METRICS_PUBLIC", value_parser = clap::builder::BoolishValueParser::new())]
     pub metrics_public: bool,
+    /// At most this many tenants named one by one in the tenant-labelled series of the seed's
+    /// measures (`sng_secrets_expiring`, `sng_runs_to_resume`, …): those of largest value; the
+    /// others are summed under `tenant="_other"`. Default: every tenant.
+    #[arg(long, env = "SNG_METRICS_MAX_TENANTS")]
+    pub metrics_max_tenants: Option<usize>,
     /// Start the server in the background and return once it answers (its admin token written,
     /// `/healthz` up); its log goes to DATA_DIR/server.log, its pid to DATA_DIR/server.pid.
     #[arg(long)]
@@ -172,6 +177,7 @@ pub fn run(args: ServerArgs) -> Result<(), CliError> {
         tag_poll_interval: args.tag_poll_interval,
         shared_modules: args.shared_modules.zip(args.shared_modules_auth),
         metrics_public: args.metrics_public,
+        metrics_max_tenants: args.metrics_max_tenants,
         tls: args
             .tls_cert
             .zip(args.tls_key)

@@ -35,6 +35,14 @@ pub fn secret_cases() -> Vec<Case> {
             "secret-total-size",
         ),
         bad("spec in a Secret", secret("spec: {}\n")),
+        gap(
+            "expires-at not a time",
+            secret("stringData: {a: x}\n").replace(
+                "  name: creds\n",
+                "  name: creds\n  annotations: {tofu.stackngo.io/expires-at: soon}\n",
+            ),
+            "secret-expires-at",
+        ),
     ]
 }
 
