@@ -326,6 +326,8 @@ reasons!(
         NotFound => "NotFound",
         /// `sng explain`: nothing to do and no condition says why.
         Idle => "Idle",
+        /// The tenant is frozen (`sng tenant freeze`) or the server read-only: the run waits.
+        Frozen => "Frozen",
     }
 );
 

@@ -5,6 +5,7 @@
 pub mod approval;
 pub mod conditions;
 pub mod dag;
+pub mod idempotency;
 pub mod decide;
 pub mod jobs;
 pub mod lifecycle;

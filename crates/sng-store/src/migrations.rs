@@ -25,6 +25,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/sqlite/0013_delivery_leases.sql"),
     include_str!("../migrations/sqlite/0014_agents.sql"),
     include_str!("../migrations/sqlite/0015_module_tags.sql"),
+    include_str!("../migrations/sqlite/0016_idempotency_keys.sql"),
 ];
 
 /// The PostgreSQL migrations, by name, in order. Never edit a released file: append.
@@ -44,6 +45,10 @@ const PG_MIGRATIONS: &[(&str, &str)] = &[
     (
         "0004_module_tags",
         include_str!("../migrations/postgres/0004_module_tags.sql"),
+    ),
+    (
+        "0005_idempotency_keys",
+        include_str!("../migrations/postgres/0005_idempotency_keys.sql"),
     ),
 ];
 

@@ -254,6 +254,7 @@ impl Store {
                 kind: "Tenant".into(),
                 metadata: ObjectMeta::named(DEFAULT_TENANT),
                 spec: Default::default(),
+                status: None,
             };
             self.apply(DEFAULT_TENANT, vec![Object::Tenant(tenant)], false)?;
         }
@@ -460,6 +461,10 @@ impl Store {
             }
             tx.execute("DELETE FROM objects WHERE tenant = ?1", params![name])?;
             tx.execute("DELETE FROM tokens WHERE tenant = ?1", params![name])?;
+            tx.execute(
+                "DELETE FROM idempotency_keys WHERE tenant = ?1",
+                params![name],
+            )?;
         }
         tx.execute(
             "DELETE FROM objects WHERE tenant = ?1 AND kind = ?2 AND name = ?3",
