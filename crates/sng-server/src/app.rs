@@ -16,6 +16,8 @@ pub struct AppState {
     pub platform: Option<Arc<crate::platform::Platform>>,
     /// `GET /metrics` answers without a token (`--metrics-public`).
     pub metrics_public: bool,
+    /// The server is read-only (`--read-only`): every write is refused, no run starts.
+    pub read_only: bool,
 }
 
 /// Run a store call off the async threads.

@@ -73,6 +73,9 @@ pub struct Config {
     pub metrics_public: bool,
     /// Serve HTTPS with this certificate chain and key (`--tls-cert`, `--tls-key`).
     pub tls: Option<tls::TlsFiles>,
+    /// Read-only (`--read-only`): every write of every tenant is refused with `Frozen`, no run
+    /// starts; reads work (incident drills, maintenance).
+    pub read_only: bool,
 }
 
 impl Config {
@@ -362,6 +365,7 @@ pub async fn run(mut config: Config) -> Result<(), ServerError> {
         store,
         platform: platform.clone(),
         metrics_public: config.metrics_public,
+        read_only: config.read_only,
     };
     let engine_app = engine_listener
         .as_ref()
@@ -492,6 +496,10 @@ fn start_platform(
         slots,
     );
     platform.tag_poll_interval = config.tag_poll_interval;
+    platform.read_only = config.read_only;
+    if config.read_only {
+        tracing::warn!("read-only (--read-only): every write is refused, no run starts");
+    }
     if let Some((address, auth)) = &config.shared_modules {
         let shared =
             platform::tags::SharedModules::load(address, auth).map_err(ServerError::Config)?;

@@ -7,6 +7,9 @@ use sng_api::wire::{List, StatusBody};
 use crate::cli::Global;
 use crate::error::CliError;
 
+/// The header of idempotent requests ([`Client::post_once`]).
+pub const IDEMPOTENCY_KEY: &str = "Idempotency-Key";
+
 /// A client bound to a server and a token.
 pub struct Client {
     http: Http,
@@ -22,7 +25,7 @@ impl Client {
                 "no token\nhint: pass `--token` or set `SNG_TOKEN` (the server writes its admin token to DATA_DIR/admin.token)".into(),
             )
         })?;
-        let mut http = Http::builder().timeout(std::time::Duration::from_secs(60));
+        let mut http = Http::builder().timeout(request_timeout());
         if let Some(path) = &g.ca_file {
             for cert in ca_certificates(path)? {
                 http = http.add_root_certificate(cert);
@@ -48,6 +51,36 @@ impl Client {
             .bearer_auth(&self.token)
             .send()
             .map_err(|e| self.unreachable(&e))?;
+        Self::answer(resp)
+    }
+
+    /// POST JSON to a path whose request has a business effect (apply, approve, rollback,
+    /// cancel, refresh), with an `Idempotency-Key` of its own: a request that times out is sent
+    /// once more with the same key, and the server does it at most once (the retry gets the
+    /// first answer).
+    pub fn post_once(&self, path: &str, body: &Value) -> Result<Value, CliError> {
+        let key = format!("sng-{}", uuid::Uuid::new_v4().simple());
+        let attempt = || {
+            self.http
+                .post(self.url(path))
+                .header(IDEMPOTENCY_KEY, &key)
+                .json(body)
+                .bearer_auth(&self.token)
+                .send()
+        };
+        let resp = match attempt() {
+            Err(e) if e.is_timeout() => {
+                eprintln!("warning: the request timed out; sending it once more with the same Idempotency-Key (done at most once)");
+                attempt()
+            }
+            other => other,
+        }
+        .map_err(|e| self.unreachable(&e))?;
+        Self::answer(resp)
+    }
+
+    /// The JSON of a success; the server's `Status` as the error otherwise.
+    fn answer(resp: reqwest::blocking::Response) -> Result<Value, CliError> {
         let status = resp.status();
         let text = resp.text().unwrap_or_default();
         if status.is_success() {
@@ -170,6 +203,15 @@ impl Client {
     pub fn delete(&self, path: &str) -> Result<Value, CliError> {
         self.send(self.http.delete(self.url(path)))
     }
+}
+
+/// How long a request may take (`SNG_REQUEST_TIMEOUT`, a Go duration; default 60s).
+fn request_timeout() -> std::time::Duration {
+    std::env::var("SNG_REQUEST_TIMEOUT")
+        .ok()
+        .and_then(|t| crate::cli::args::parse_duration(&t).ok())
+        .filter(|d| !d.is_zero())
+        .unwrap_or(std::time::Duration::from_secs(60))
 }
 
 /// The causes of an error, outermost first, joined by `: `.

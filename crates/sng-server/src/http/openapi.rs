@@ -149,6 +149,8 @@ pub const OPERATIONS: &[Operation] = &[
     op("post", "/hooks/registry/{tenant}", "Registry notifications (a moved tag starts the runs following it)", Hook, Body::Json, Answer::Json),
     op("get", "/api/v1/tenants/{tenant}/quarantine", "Plans that will never be applied, with their reason", Token, Body::None, List),
     op("post", "/api/v1/tenants/{tenant}/quarantine/{id}/discard", "Discard a quarantined plan", Token, Body::None, Answer::Json),
+    op("post", "/api/v1/tenants/{tenant}/freeze", "Freeze the tenant (tenant admin) `{reason, until?}`: no run starts, every change answers 423 `Frozen`; reads work", Token, Body::Json, Object),
+    op("post", "/api/v1/tenants/{tenant}/unfreeze", "Lift the tenant's freeze (tenant admin)", Token, Body::None, Object),
 ];
 
 /// Routes served with methods OpenAPI has no field for: path, methods, what they do.

@@ -66,6 +66,8 @@ pub struct Platform {
     pub shared_modules: Option<tags::SharedModules>,
     /// How often followed tags are resolved again (zero: only on registry notifications).
     pub tag_poll_interval: std::time::Duration,
+    /// The server is read-only (`--read-only`): no run starts, nothing is claimed.
+    pub read_only: bool,
 }
 
 /// Counters of the platform.
@@ -144,6 +146,7 @@ impl Platform {
             memory: Default::default(),
             shared_modules: None,
             tag_poll_interval: std::time::Duration::from_secs(300),
+            read_only: false,
         }
     }
 

@@ -18,6 +18,7 @@ pub fn app_state(store: Store) -> AppState {
         store: Arc::new(store),
         platform: None,
         metrics_public: false,
+        read_only: false,
     }
 }
 

@@ -60,6 +60,12 @@ const EXAMPLES: &[(&str, &str)] = &[
     ("tenant create", "sng tenant create acme\nsng tenant create prod --production"),
     ("tenant list", "sng tenant list"),
     (
+        "tenant freeze",
+        "sng tenant freeze acme --reason \"incident 42: registry compromised\"\n\
+         sng tenant freeze acme --reason \"release window closed\" --until 2h",
+    ),
+    ("tenant unfreeze", "sng tenant unfreeze acme"),
+    (
         "token create",
         "sng token create --role viewer --description dashboard\n\
          sng --tenant acme token create --role operator --expires 720h",
