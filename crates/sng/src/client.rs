@@ -263,6 +263,58 @@ pub fn encode(text: &str) -> String {
 mod tests {
     use super::*;
 
+    /// The value of `Idempotency-Key` in the request read from `conn` (its head only).
+    fn key_of(conn: &mut std::net::TcpStream) -> String {
+        use std::io::Read as _;
+        let mut head = Vec::new();
+        let mut byte = [0u8; 1];
+        while !head.ends_with(b"\r\n\r\n") && conn.read(&mut byte).unwrap() == 1 {
+            head.push(byte[0]);
+        }
+        String::from_utf8_lossy(&head)
+            .lines()
+            .find_map(|l| {
+                let (name, value) = l.split_once(':')?;
+                name.eq_ignore_ascii_case(IDEMPOTENCY_KEY)
+                    .then(|| value.trim().to_string())
+            })
+            .unwrap_or_default()
+    }
+
+    #[test]
+    fn a_timed_out_request_is_sent_once_more_with_the_same_key() {
+        use std::io::Write as _;
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let server = std::thread::spawn(move || {
+            let (mut first, _) = listener.accept().unwrap();
+            let k1 = key_of(&mut first);
+            // The first request gets no answer (its client times out), the second one does.
+            let (mut second, _) = listener.accept().unwrap();
+            let k2 = key_of(&mut second);
+            second
+                .write_all(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 11\r\nconnection: close\r\n\r\n{\"ok\":true}")
+                .unwrap();
+            drop(first);
+            (k1, k2)
+        });
+        let client = Client {
+            http: Http::builder()
+                .timeout(std::time::Duration::from_millis(500))
+                .build()
+                .unwrap(),
+            base: format!("http://{addr}"),
+            token: "t".into(),
+        };
+        let answer = client
+            .post_once("/tenants/default/apply", &serde_json::json!({"items": []}))
+            .unwrap();
+        assert_eq!(answer["ok"], true);
+        let (k1, k2) = server.join().unwrap();
+        assert!(k1.starts_with("sng-"), "{k1}");
+        assert_eq!(k1, k2, "the retry carries the same key");
+    }
+
     #[test]
     fn query_values_are_encoded() {
         assert_eq!(encode("pet"), "pet");

@@ -46,3 +46,5 @@ mod tenant_isolation;
 mod tenant_roles;
 mod webhooks;
 mod webhooks_standard;
+mod freeze;
+mod idempotency;
