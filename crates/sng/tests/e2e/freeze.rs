@@ -46,8 +46,9 @@ fn a_frozen_tenant_refuses_changes_keeps_reads_and_holds_its_queued_run() {
         work.join("started").exists().then_some(())
     });
     ok(as_shop(&["apply", "-f", "-"], Some(&pet("app"))));
+    let queued = "sng_queue_depth{tenant=\"shop\",pool=\"\"} 1";
     wait_for("app's run queued", Duration::from_secs(60), || {
-        newest_run(&server, "shop", "app").filter(|r| r["phase"] == "Queued")
+        server.metrics().contains(queued).then_some(())
     });
 
     let frozen = ok(as_shop(
@@ -97,7 +98,13 @@ fn a_frozen_tenant_refuses_changes_keeps_reads_and_holds_its_queued_run() {
     // The slot is free (another tenant's run takes it and ends) and app's run still waits.
     server.apply(&pet("elsewhere"));
     server.until("elsewhere", "Ready", is_ready);
-    assert_eq!(newest_run(&server, "shop", "app").unwrap()["phase"], "Queued");
+    assert!(server.metrics().contains(queued), "app's run still queued");
+    assert!(newest_run(&server, "shop", "app").is_none(), "app never ran");
+    let why = ok(as_shop(&["explain", "workspace", "app"], None));
+    assert!(
+        why.contains("Frozen") && why.contains("incident 42") && why.contains("sng tenant unfreeze shop"),
+        "{why}"
+    );
 
     // Another tenant never learns of the freeze.
     let other = server.tenant_token("other");

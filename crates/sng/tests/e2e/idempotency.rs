@@ -33,6 +33,16 @@ fn audited(server: &Server, action: &str) -> usize {
         .count()
 }
 
+/// The apply-approved runs of workspace `w`.
+fn applies(server: &Server) -> usize {
+    server.runs("w")["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["operation"] == "apply-approved")
+        .count()
+}
+
 #[test]
 fn a_retry_with_the_same_key_replays_the_first_answer_even_after_a_restart() {
     let fx = Fixture::new();
@@ -71,15 +81,7 @@ fn a_retry_with_the_same_key_replays_the_first_answer_even_after_a_restart() {
     assert_eq!((code, replayed, &again), (200, true, &approved));
     server.until("w", "Ready", is_ready);
     assert_eq!(audited(&server, "approve"), 1, "approved once");
-    let applies = || {
-        server.runs("w")["items"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|r| r["operation"] == "apply-approved")
-            .count()
-    };
-    assert_eq!(applies(), 1);
+    assert_eq!(applies(&server), 1);
 
     // The keys are durable: after a restart, the same answers, nothing done again.
     server.terminate();
@@ -90,7 +92,7 @@ fn a_retry_with_the_same_key_replays_the_first_answer_even_after_a_restart() {
     assert_eq!((code, replayed, &after), (200, true, &approved));
     assert_eq!(audited(&server, "apply"), 1);
     assert_eq!(audited(&server, "approve"), 1);
-    assert_eq!(applies(), 1);
+    assert_eq!(applies(&server), 1);
 
     // Keys are per tenant: another tenant's same key is its own.
     let token = server.tenant_token("shop");
