@@ -512,7 +512,8 @@ fn jitter_is_fixed_by_its_seed_and_spread() {
 
 #[test]
 fn a_frozen_tenant_holds_back_only_runs() {
-    let frozen = Some("tenant `shop` is frozen since T by `alice` (token t1): incident".to_string());
+    let frozen =
+        Some("tenant `shop` is frozen since T by `alice` (token t1): incident".to_string());
     let changed = Facts {
         inputs_hash: "h2".into(),
         ..ready()

@@ -106,13 +106,49 @@ mod tests {
         for (what, stored, fp, now, want) in [
             ("unknown key", None, "f1", 2_000, Begin::Fresh),
             ("same request", Some(&answered), "f1", 2_000, replay.clone()),
-            ("same request, 23 h later", Some(&answered), "f1", 1_000 + day - 1, replay),
-            ("other body", Some(&answered), "f2", 2_000, Begin::OtherRequest),
-            ("after 24 h: forgotten", Some(&answered), "f1", 1_000 + day, Begin::Fresh),
-            ("other body after 24 h", Some(&answered), "f2", 1_000 + day, Begin::Fresh),
+            (
+                "same request, 23 h later",
+                Some(&answered),
+                "f1",
+                1_000 + day - 1,
+                replay,
+            ),
+            (
+                "other body",
+                Some(&answered),
+                "f2",
+                2_000,
+                Begin::OtherRequest,
+            ),
+            (
+                "after 24 h: forgotten",
+                Some(&answered),
+                "f1",
+                1_000 + day,
+                Begin::Fresh,
+            ),
+            (
+                "other body after 24 h",
+                Some(&answered),
+                "f2",
+                1_000 + day,
+                Begin::Fresh,
+            ),
             ("under way", Some(&running), "f1", 2_000, Begin::InProgress),
-            ("under way, other body", Some(&running), "f2", 2_000, Begin::OtherRequest),
-            ("under way too long: taken over", Some(&running), "f1", 1_000 + IN_PROGRESS_MS, Begin::Fresh),
+            (
+                "under way, other body",
+                Some(&running),
+                "f2",
+                2_000,
+                Begin::OtherRequest,
+            ),
+            (
+                "under way too long: taken over",
+                Some(&running),
+                "f1",
+                1_000 + IN_PROGRESS_MS,
+                Begin::Fresh,
+            ),
         ] {
             assert_eq!(begin(stored, fp, now), want, "{what}");
         }
@@ -120,12 +156,23 @@ mod tests {
 
     #[test]
     fn answers_kept_and_keys_accepted() {
-        for (status, kept) in [(200, true), (201, true), (404, true), (422, true), (423, true), (409, false), (500, false), (503, false)] {
+        for (status, kept) in [
+            (200, true),
+            (201, true),
+            (404, true),
+            (422, true),
+            (423, true),
+            (409, false),
+            (500, false),
+            (503, false),
+        ] {
             assert_eq!(keeps(status), kept, "{status}");
         }
         assert_eq!(key_problem("a1b2-c3"), None);
         assert!(key_problem("").unwrap().contains("1 to 255"));
-        assert!(key_problem(&"k".repeat(256)).unwrap().contains("it holds 256"));
+        assert!(key_problem(&"k".repeat(256))
+            .unwrap()
+            .contains("it holds 256"));
         assert!(key_problem("a b").unwrap().contains("visible ASCII"));
     }
 }

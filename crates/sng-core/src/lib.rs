@@ -5,8 +5,8 @@
 pub mod approval;
 pub mod conditions;
 pub mod dag;
-pub mod idempotency;
 pub mod decide;
+pub mod idempotency;
 pub mod jobs;
 pub mod lifecycle;
 pub mod mask;

@@ -57,7 +57,13 @@ impl Store {
     }
 
     /// Keep the answer of the request that holds `key` of `tenant`, for its retries.
-    pub fn idempotency_finish(&self, tenant: &str, key: &str, status: u16, answer: &str) -> Result<()> {
+    pub fn idempotency_finish(
+        &self,
+        tenant: &str,
+        key: &str,
+        status: u16,
+        answer: &str,
+    ) -> Result<()> {
         self.conn()?.execute(
             "UPDATE idempotency_keys SET status = ?3, answer = ?4 WHERE tenant = ?1 AND key = ?2",
             params![tenant, key, i64::from(status), answer],

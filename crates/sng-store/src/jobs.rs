@@ -438,12 +438,17 @@ impl<'a> Scope<'a> {
 }
 
 /// A tenant whose freeze holds at `?3` (RFC 3339 UTC, seconds), SQLite: its jobs wait.
-const SQLITE_FROZEN: &str = "EXISTS (SELECT 1 FROM objects f WHERE f.tenant = '' AND f.kind = 'Tenant'
+const SQLITE_FROZEN: &str =
+    "EXISTS (SELECT 1 FROM objects f WHERE f.tenant = '' AND f.kind = 'Tenant'
         AND f.name = j.tenant AND json_extract(f.status, '$.frozen') IS NOT NULL
         AND COALESCE(json_extract(f.status, '$.frozen.until'), '9999') > ?3)";
 
 /// The next job to claim (id, tenant), SQLite: the write transaction holds the database.
-fn claimable_sqlite(tx: &dyn Exec, scope: Scope<'_>, now: &str) -> Result<Option<(String, String)>> {
+fn claimable_sqlite(
+    tx: &dyn Exec,
+    scope: Scope<'_>,
+    now: &str,
+) -> Result<Option<(String, String)>> {
     let (clause, a, b) = scope.clause("SELECT value FROM json_each(?1)");
     let tenant: Option<String> = tx.query_opt(
         &format!(

@@ -71,7 +71,10 @@ pub(crate) async fn idempotent(State(st): State<AppState>, req: Request, next: N
     }
     let key = match key.to_str().map(str::to_string) {
         Ok(k) => k,
-        Err(_) => return ApiError::bad_request("header `Idempotency-Key` must be visible ASCII").into_response(),
+        Err(_) => {
+            return ApiError::bad_request("header `Idempotency-Key` must be visible ASCII")
+                .into_response()
+        }
     };
     if let Some(problem) = idempotency::key_problem(&key) {
         return ApiError::bad_request(problem).into_response();
@@ -118,7 +121,9 @@ pub(crate) async fn idempotent(State(st): State<AppState>, req: Request, next: N
 async fn keep(st: &AppState, tenant: String, key: String, resp: Response) -> Response {
     let status = resp.status().as_u16();
     let (parts, body) = resp.into_parts();
-    let bytes: Bytes = axum::body::to_bytes(body, MAX_BODY).await.unwrap_or_default();
+    let bytes: Bytes = axum::body::to_bytes(body, MAX_BODY)
+        .await
+        .unwrap_or_default();
     let text = String::from_utf8_lossy(&bytes).into_owned();
     let kept = blocking(st, move |s| {
         if idempotency::keeps(status) {
@@ -155,10 +160,26 @@ mod tests {
     fn the_writes_with_an_effect_take_a_key() {
         for (method, path, want) in [
             ("POST", "/api/v1/tenants/shop/apply", Some("shop")),
-            ("POST", "/api/v1/tenants/shop/workspaces/app/approve", Some("shop")),
-            ("POST", "/api/v1/tenants/shop/workspaces/app/rollback", Some("shop")),
-            ("POST", "/api/v1/tenants/shop/workspaces/app/cancel", Some("shop")),
-            ("POST", "/api/v1/tenants/shop/workspaces/app/refresh", Some("shop")),
+            (
+                "POST",
+                "/api/v1/tenants/shop/workspaces/app/approve",
+                Some("shop"),
+            ),
+            (
+                "POST",
+                "/api/v1/tenants/shop/workspaces/app/rollback",
+                Some("shop"),
+            ),
+            (
+                "POST",
+                "/api/v1/tenants/shop/workspaces/app/cancel",
+                Some("shop"),
+            ),
+            (
+                "POST",
+                "/api/v1/tenants/shop/workspaces/app/refresh",
+                Some("shop"),
+            ),
             ("GET", "/api/v1/tenants/shop/workspaces/app", None),
             ("POST", "/api/v1/tenants/shop/tokens", None),
             ("POST", "/api/v1/tenants", None),

@@ -149,7 +149,10 @@ fn routes(state: AppState) -> Router {
             idempotency::idempotent,
         ))
         // Writes are refused while their tenant is frozen or the server read-only.
-        .layer(axum::middleware::from_fn_with_state(state.clone(), freeze::guard))
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            freeze::guard,
+        ))
         .with_state(state)
         // Last: every answer, the fallback's and the errors' too, carries `X-Correlation-Id`.
         .layer(axum::middleware::from_fn(correlation::correlate))

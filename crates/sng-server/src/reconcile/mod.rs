@@ -79,9 +79,10 @@ impl Platform {
             };
             let tenant_version = t.meta().resource_version.clone();
             let (quotas, frozen) = match &t {
-                sng_api::Object::Tenant(t) => {
-                    (t.spec.quotas.clone().unwrap_or_default(), self.frozen(t, now, &mut soonest))
-                }
+                sng_api::Object::Tenant(t) => (
+                    t.spec.quotas.clone().unwrap_or_default(),
+                    self.frozen(t, now, &mut soonest),
+                ),
                 _ => Default::default(),
             };
             let hour_ago = chrono::DateTime::from_timestamp(now - 3600, 0)
@@ -250,7 +251,12 @@ impl Platform {
     /// Why the runs of tenant `t` wait, if they do: the server is read-only, or the tenant is
     /// frozen. A freeze whose end has come is lifted (and recorded); one with an end wakes the
     /// pass then (`soonest`).
-    fn frozen(&self, t: &sng_api::Tenant, now: i64, soonest: &mut impl FnMut(i64)) -> Option<String> {
+    fn frozen(
+        &self,
+        t: &sng_api::Tenant,
+        now: i64,
+        soonest: &mut impl FnMut(i64),
+    ) -> Option<String> {
         if self.read_only {
             return Some("the server is read-only (--read-only)".into());
         }
@@ -261,7 +267,11 @@ impl Platform {
             return None;
         }
         let f = t.freeze_at(&at)?;
-        if let Some(end) = f.until.as_deref().and_then(|u| chrono::DateTime::parse_from_rfc3339(u).ok()) {
+        if let Some(end) = f
+            .until
+            .as_deref()
+            .and_then(|u| chrono::DateTime::parse_from_rfc3339(u).ok())
+        {
             soonest(end.timestamp());
         }
         Some(f.describe(&t.metadata.name))

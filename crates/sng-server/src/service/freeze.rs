@@ -117,14 +117,25 @@ pub fn freeze_of(s: &Store, tenant: &str) -> Result<Option<Freeze>, StoreError> 
     })
 }
 
-fn write(s: &Store, tenant: &str, frozen: Option<Freeze>, outcome: &str, by: &Actor) -> Result<Object, ApiError> {
+fn write(
+    s: &Store,
+    tenant: &str,
+    frozen: Option<Freeze>,
+    outcome: &str,
+    by: &Actor,
+) -> Result<Object, ApiError> {
     let status = serde_json::to_value(TenantStatus { frozen }).expect("json");
     Ok(s.update_status_by(Kind::Tenant, tenant, tenant, &status, outcome, by)?)
 }
 
 /// Freeze `tenant` as `who` (a tenant admin or the platform admin, checked by the caller): a
 /// freeze already set is replaced (its reason, author and end).
-pub fn freeze(s: &Store, who: &Principal, tenant: &str, req: &FreezeRequest) -> Result<Object, ApiError> {
+pub fn freeze(
+    s: &Store,
+    who: &Principal,
+    tenant: &str,
+    req: &FreezeRequest,
+) -> Result<Object, ApiError> {
     let object = format!("Tenant {tenant:?}");
     let reason = req.reason.trim();
     if reason.is_empty() || reason.chars().count() > MAX_REASON {
@@ -167,7 +178,13 @@ pub fn unfreeze(s: &Store, who: &Principal, tenant: &str) -> Result<Object, ApiE
     if t.status.as_ref().and_then(|s| s.frozen.as_ref()).is_none() {
         return Ok(Object::Tenant(t));
     }
-    let obj = write(s, tenant, None, "unfrozen", &crate::audit::actor(who, "unfreeze"))?;
+    let obj = write(
+        s,
+        tenant,
+        None,
+        "unfrozen",
+        &crate::audit::actor(who, "unfreeze"),
+    )?;
     tracing::info!(tenant, by = %who.token_id, "tenant unfrozen");
     Ok(obj)
 }
@@ -211,17 +228,45 @@ mod tests {
             ("HEAD", "/api/v1/tenants/shop", Guard::Open),
             ("POST", "/api/v1/tenants/shop/apply", t("shop")),
             ("POST", "/api/v1/tenants/shop/plan", t("shop")),
-            ("POST", "/api/v1/tenants/shop/workspaces/app/approve", t("shop")),
-            ("POST", "/api/v1/tenants/shop/workspaces/app/rollback", t("shop")),
-            ("POST", "/api/v1/tenants/shop/workspaces/app/refresh", t("shop")),
+            (
+                "POST",
+                "/api/v1/tenants/shop/workspaces/app/approve",
+                t("shop"),
+            ),
+            (
+                "POST",
+                "/api/v1/tenants/shop/workspaces/app/rollback",
+                t("shop"),
+            ),
+            (
+                "POST",
+                "/api/v1/tenants/shop/workspaces/app/refresh",
+                t("shop"),
+            ),
             ("DELETE", "/api/v1/tenants/shop/workspaces/app", t("shop")),
             ("DELETE", "/api/v1/tenants/shop", t("shop")),
             ("POST", "/api/v1/tenants/shop/tokens", t("shop")),
-            ("POST", "/api/v1/tenants/shop/deadletters/d1/replay", t("shop")),
-            ("POST", "/api/v1/tenants/shop/quarantine/q1/discard", t("shop")),
-            ("POST", "/api/v1/tenants/shop/workspaces/app/cancel", Guard::Open),
+            (
+                "POST",
+                "/api/v1/tenants/shop/deadletters/d1/replay",
+                t("shop"),
+            ),
+            (
+                "POST",
+                "/api/v1/tenants/shop/quarantine/q1/discard",
+                t("shop"),
+            ),
+            (
+                "POST",
+                "/api/v1/tenants/shop/workspaces/app/cancel",
+                Guard::Open,
+            ),
             ("DELETE", "/api/v1/tenants/shop/tokens/tok-1", Guard::Open),
-            ("DELETE", "/api/v1/tenants/shop/agent-tokens/a-1", Guard::Open),
+            (
+                "DELETE",
+                "/api/v1/tenants/shop/agent-tokens/a-1",
+                Guard::Open,
+            ),
             ("POST", "/api/v1/tenants/shop/rotate-key", Guard::Open),
             ("POST", "/api/v1/tenants", Guard::Server),
             ("POST", "/api/v1/tenants/shop/freeze", Guard::Server),
@@ -252,7 +297,11 @@ mod tests {
         ] {
             let e = parse_until("shop", until, now).unwrap_err();
             assert_eq!(e.code.as_u16(), 422);
-            assert!(e.message.contains("until") && e.message.contains(says), "{until}: {}", e.message);
+            assert!(
+                e.message.contains("until") && e.message.contains(says),
+                "{until}: {}",
+                e.message
+            );
         }
     }
 }

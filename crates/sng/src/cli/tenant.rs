@@ -110,7 +110,10 @@ pub fn run(g: &Global, command: TenantCommand) -> Result<(), CliError> {
             let end = answer
                 .pointer("/status/frozen/until")
                 .and_then(Value::as_str)
-                .map_or_else(|| " until `sng tenant unfreeze`".to_string(), |u| format!(" until {u}"));
+                .map_or_else(
+                    || " until `sng tenant unfreeze`".to_string(),
+                    |u| format!(" until {u}"),
+                );
             println!("tenant/{name} frozen{end}");
             Ok(())
         }
@@ -137,7 +140,9 @@ mod tests {
             until_of("2026-05-01T18:00:00+02:00", now).unwrap(),
             "2026-05-01T18:00:00+02:00"
         );
-        assert!(matches!(until_of("tomorrow", now), Err(CliError::Usage(m)) if m.contains("--until `tomorrow`")));
+        assert!(
+            matches!(until_of("tomorrow", now), Err(CliError::Usage(m)) if m.contains("--until `tomorrow`"))
+        );
     }
 }
 

@@ -52,7 +52,13 @@ fn a_frozen_tenant_refuses_changes_keeps_reads_and_holds_its_queued_run() {
     });
 
     let frozen = ok(as_shop(
-        &["tenant", "freeze", "shop", "--reason", "incident 42: registry compromised"],
+        &[
+            "tenant",
+            "freeze",
+            "shop",
+            "--reason",
+            "incident 42: registry compromised",
+        ],
         None,
     ));
     assert!(frozen.contains("tenant/shop frozen"), "{frozen}");
@@ -81,17 +87,26 @@ fn a_frozen_tenant_refuses_changes_keeps_reads_and_holds_its_queued_run() {
         "/api/v1/tenants/shop/apply",
         Some(serde_json::json!({"items": []})),
     );
-    assert_eq!((code, body["reason"].as_str()), (423, Some("Frozen")), "{body}");
+    assert_eq!(
+        (code, body["reason"].as_str()),
+        (423, Some("Frozen")),
+        "{body}"
+    );
 
     // Every read works.
     let listed = ok(as_shop(&["kind", "get", "workspaces"], None));
-    assert!(listed.contains("slow") && listed.contains("app"), "{listed}");
+    assert!(
+        listed.contains("slow") && listed.contains("app"),
+        "{listed}"
+    );
     ok(as_shop(&["describe", "workspace", "slow"], None));
     let slow_run = newest_run(&server, "shop", "slow").unwrap();
     ok(as_shop(&["logs", slow_run["id"].as_str().unwrap()], None));
     let tenants = ok(as_shop(&["tenant", "list"], None));
     assert!(
-        tenants.lines().any(|l| l.starts_with("shop ") && l.contains("yes")),
+        tenants
+            .lines()
+            .any(|l| l.starts_with("shop ") && l.contains("yes")),
         "{tenants}"
     );
 
@@ -99,10 +114,15 @@ fn a_frozen_tenant_refuses_changes_keeps_reads_and_holds_its_queued_run() {
     server.apply(&pet("elsewhere"));
     server.until("elsewhere", "Ready", is_ready);
     assert!(server.metrics().contains(queued), "app's run still queued");
-    assert!(newest_run(&server, "shop", "app").is_none(), "app never ran");
+    assert!(
+        newest_run(&server, "shop", "app").is_none(),
+        "app never ran"
+    );
     let why = ok(as_shop(&["explain", "workspace", "app"], None));
     assert!(
-        why.contains("Frozen") && why.contains("incident 42") && why.contains("sng tenant unfreeze shop"),
+        why.contains("Frozen")
+            && why.contains("incident 42")
+            && why.contains("sng tenant unfreeze shop"),
         "{why}"
     );
 
@@ -110,7 +130,10 @@ fn a_frozen_tenant_refuses_changes_keeps_reads_and_holds_its_queued_run() {
     let other = server.tenant_token("other");
     let o = server.sng_as(&other, "shop", &["apply", "-f", "-"], Some(&pet("x")));
     let said = err(&o);
-    assert!(!said.contains("frozen") && !said.contains("incident"), "{said}");
+    assert!(
+        !said.contains("frozen") && !said.contains("incident"),
+        "{said}"
+    );
 
     // Unfrozen: app runs.
     let unfrozen = ok(as_shop(&["tenant", "unfreeze", "shop"], None));
@@ -134,10 +157,21 @@ fn a_freeze_with_an_end_lifts_by_itself_and_a_read_only_server_refuses_every_ten
     server.until("a", "Ready", is_ready);
 
     let frozen = ok(server.sng(&[
-        "tenant", "freeze", "default", "--reason", "release window closed", "--until", "3s",
+        "tenant",
+        "freeze",
+        "default",
+        "--reason",
+        "release window closed",
+        "--until",
+        "3s",
     ]));
     assert!(frozen.contains("frozen until 20"), "{frozen}");
-    let o = server.sng_as(&server.token, "default", &["apply", "-f", "-"], Some(&pet("b")));
+    let o = server.sng_as(
+        &server.token,
+        "default",
+        &["apply", "-f", "-"],
+        Some(&pet("b")),
+    );
     fails(&o, 1, "it lifts by itself at");
     // Its end comes: lifted by the platform, recorded.
     wait_for("the freeze to lift", Duration::from_secs(60), || {
@@ -150,7 +184,15 @@ fn a_freeze_with_an_end_lifts_by_itself_and_a_read_only_server_refuses_every_ten
     assert_eq!(lifted[0]["outcome"], "expired");
     server.apply(&pet("b"));
     server.until("b", "Ready", is_ready);
-    let bad = server.sng(&["tenant", "freeze", "default", "--reason", "x", "--until", "2001-01-01T00:00:00Z"]);
+    let bad = server.sng(&[
+        "tenant",
+        "freeze",
+        "default",
+        "--reason",
+        "x",
+        "--until",
+        "2001-01-01T00:00:00Z",
+    ]);
     fails(&bad, 1, "is not in the future");
 
     // Read-only: every tenant refuses changes, reads work, no run starts (held as Frozen). The
@@ -163,7 +205,12 @@ fn a_freeze_with_an_end_lifts_by_itself_and_a_read_only_server_refuses_every_ten
     before.terminate();
     let server = Server::start_runs(&data, &registry_addr(&fx.reg), &["--read-only"]);
     for tenant in ["default", "shop"] {
-        let o = server.sng_as(&server.token, tenant, &["apply", "-f", "-"], Some(&pet("c")));
+        let o = server.sng_as(
+            &server.token,
+            tenant,
+            &["apply", "-f", "-"],
+            Some(&pet("c")),
+        );
         fails(&o, 1, "the server is read-only (--read-only)");
         ok(server.sng_as(&server.token, tenant, &["kind", "get", "workspaces"], None));
     }
@@ -176,6 +223,10 @@ fn a_freeze_with_an_end_lifts_by_itself_and_a_read_only_server_refuses_every_ten
     let held = server.until_in("shop", "s", "held as Frozen", |ws| {
         condition(ws, "Ready").1 == "Frozen"
     });
-    assert!(condition(&held, "Ready").2.contains("read-only"), "{}", held["status"]);
+    assert!(
+        condition(&held, "Ready").2.contains("read-only"),
+        "{}",
+        held["status"]
+    );
     assert!(newest_run(&server, "shop", "s").is_none(), "no run started");
 }
