@@ -125,27 +125,6 @@ pub fn run(g: &Global, command: TenantCommand) -> Result<(), CliError> {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn until_is_a_time_or_a_duration_from_now() {
-        let now = chrono::DateTime::parse_from_rfc3339("2026-01-01T00:00:00Z")
-            .unwrap()
-            .with_timezone(&chrono::Utc);
-        assert_eq!(until_of("2h", now).unwrap(), "2026-01-01T02:00:00Z");
-        assert_eq!(until_of("90s", now).unwrap(), "2026-01-01T00:01:30Z");
-        assert_eq!(
-            until_of("2026-05-01T18:00:00+02:00", now).unwrap(),
-            "2026-05-01T18:00:00+02:00"
-        );
-        assert!(
-            matches!(until_of("tomorrow", now), Err(CliError::Usage(m)) if m.contains("--until `tomorrow`"))
-        );
-    }
-}
-
 /// Whether `tenant` is production (`spec.production`); false when it cannot be read.
 pub fn is_production(client: &Client, tenant: &str) -> bool {
     client
@@ -183,4 +162,25 @@ pub fn confirm_if_needed(
         .read_line(&mut line)
         .map_err(|e| CliError::rejected(format!("cannot read the confirmation: {e}")))?;
     Ok(Some(line.trim().to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn until_is_a_time_or_a_duration_from_now() {
+        let now = chrono::DateTime::parse_from_rfc3339("2026-01-01T00:00:00Z")
+            .unwrap()
+            .with_timezone(&chrono::Utc);
+        assert_eq!(until_of("2h", now).unwrap(), "2026-01-01T02:00:00Z");
+        assert_eq!(until_of("90s", now).unwrap(), "2026-01-01T00:01:30Z");
+        assert_eq!(
+            until_of("2026-05-01T18:00:00+02:00", now).unwrap(),
+            "2026-05-01T18:00:00+02:00"
+        );
+        assert!(
+            matches!(until_of("tomorrow", now), Err(CliError::Usage(m)) if m.contains("--until `tomorrow`"))
+        );
+    }
 }
