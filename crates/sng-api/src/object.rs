@@ -213,6 +213,10 @@ impl Object {
                 .status
                 .as_ref()
                 .map(|s| serde_json::to_value(s).expect("status serializes")),
+            Object::Tenant(o) => o
+                .status
+                .as_ref()
+                .map(|s| serde_json::to_value(s).expect("status serializes")),
             _ => None,
         }
     }
@@ -247,7 +251,8 @@ impl Object {
                     crate::canonical::sort_map(config);
                 }
             }
-            Object::Tenant(_) | Object::Policy(_) | Object::Webhook(_) | Object::AgentPool(_) => {}
+            Object::Tenant(o) => o.status = None,
+            Object::Policy(_) | Object::Webhook(_) | Object::AgentPool(_) => {}
         }
     }
 

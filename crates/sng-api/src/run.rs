@@ -330,6 +330,8 @@ reasons!(
         SecretExpiring => "SecretExpiring",
         /// A cited Secret has expired: a run that needs it stops before the engine.
         SecretExpired => "SecretExpired",
+        /// The tenant is frozen (`sng tenant freeze`) or the server read-only: the run waits.
+        Frozen => "Frozen",
     }
 );
 

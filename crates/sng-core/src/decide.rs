@@ -106,6 +106,8 @@ pub struct Facts {
     pub jitter: f64,
     /// The tenant's `spec.quotas.runsPerHour`, with the runs it started in the last hour.
     pub runs_quota: Option<RunsQuota>,
+    /// The tenant is frozen (or the server read-only): why, as the condition's message.
+    pub frozen: Option<String>,
 }
 
 /// A tenant's quota of runs per hour and how much of it is used.
@@ -157,9 +159,13 @@ fn block(reason: Reason, message: String) -> Action {
     Action::Block(Blocked { reason, message })
 }
 
-/// Decide: what the workspace needs, held back when its tenant's runs-per-hour quota is spent.
+/// Decide: what the workspace needs, held back while its tenant is frozen (or the server
+/// read-only), and when its tenant's runs-per-hour quota is spent.
 pub fn decide(f: &Facts) -> Action {
     let action = needed(f);
+    if let (Action::Run { .. }, Some(why)) = (&action, &f.frozen) {
+        return block(Reason::Frozen, format!("{why}; the run waits"));
+    }
     match (&action, &f.runs_quota) {
         (Action::Run { .. }, Some(q)) if q.started >= i64::from(q.per_hour) => block(
             Reason::QuotaExceeded,

@@ -509,3 +509,80 @@ fn jitter_is_fixed_by_its_seed_and_spread() {
     assert!(spread.iter().all(|j| (0.0..1.0).contains(j)));
     assert!(spread.iter().any(|j| *j < 0.2) && spread.iter().any(|j| *j > 0.8));
 }
+
+#[test]
+fn a_frozen_tenant_holds_back_only_runs() {
+    let frozen =
+        Some("tenant `shop` is frozen since T by `alice` (token t1): incident".to_string());
+    let changed = Facts {
+        inputs_hash: "h2".into(),
+        ..ready()
+    };
+    type Check = Box<dyn Fn(&Action) -> bool>;
+    let table: Vec<(&str, Facts, Check)> = vec![
+        (
+            "frozen, inputs changed: the run waits, the freeze named",
+            Facts {
+                frozen: frozen.clone(),
+                ..changed.clone()
+            },
+            Box::new(|a| {
+                matches!(a, Action::Block(b) if b.reason == Reason::Frozen
+                    && b.message.contains("by `alice` (token t1): incident; the run waits"))
+            }),
+        ),
+        (
+            "frozen, approved plan: the apply waits",
+            Facts {
+                frozen: frozen.clone(),
+                manual: true,
+                awaiting: Some("h1".into()),
+                approved: true,
+                ..ready()
+            },
+            Box::new(blocked("Frozen")),
+        ),
+        (
+            "frozen, quota spent too: the freeze is named",
+            Facts {
+                frozen: frozen.clone(),
+                runs_quota: Some(RunsQuota {
+                    per_hour: 1,
+                    started: 1,
+                    tenant: "shop".into(),
+                }),
+                ..changed.clone()
+            },
+            Box::new(blocked("Frozen")),
+        ),
+        (
+            "frozen, nothing to run: idle",
+            Facts {
+                frozen: frozen.clone(),
+                ..ready()
+            },
+            Box::new(|a| *a == Action::Idle { requeue_at: None }),
+        ),
+        (
+            "frozen, another block first: that block",
+            Facts {
+                frozen: frozen.clone(),
+                inputs_problem: Some((Reason::SecretNotFound, "no secret".into())),
+                ..changed.clone()
+            },
+            Box::new(blocked("SecretNotFound")),
+        ),
+        (
+            "not frozen: the run starts",
+            Facts {
+                frozen: None,
+                ..changed
+            },
+            Box::new(|a| *a == run(Operation::Apply, Trigger::InputsChanged)),
+        ),
+    ];
+    for (name, facts, check) in table {
+        let a = decide(&facts);
+        assert!(check(&a), "{name}: {a:?}");
+    }
+}

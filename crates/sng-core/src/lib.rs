@@ -9,6 +9,7 @@ pub mod conditions;
 pub mod dag;
 pub mod decide;
 pub mod expiry;
+pub mod idempotency;
 pub mod jobs;
 pub mod lifecycle;
 pub mod mask;

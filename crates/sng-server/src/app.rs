@@ -18,6 +18,8 @@ pub struct AppState {
     pub metrics_public: bool,
     /// At most this many tenants named in the measures' series (`--metrics-max-tenants`).
     pub metrics_max_tenants: Option<usize>,
+    /// The server is read-only (`--read-only`): every write is refused, no run starts.
+    pub read_only: bool,
 }
 
 /// Run a store call off the async threads.

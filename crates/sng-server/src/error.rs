@@ -116,6 +116,21 @@ impl ApiError {
         Self::new(StatusCode::LOCKED, "Locked", message)
     }
 
+    /// 423 `Frozen`: the tenant is frozen, or the server read-only; the message says why, by
+    /// whom and until when.
+    pub fn frozen(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::LOCKED, "Frozen", message)
+    }
+
+    /// 422 `IdempotencyKeyReused`: the key came with another request.
+    pub fn idempotency_key_reused(message: impl Into<String>) -> Self {
+        Self::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "IdempotencyKeyReused",
+            message,
+        )
+    }
+
     /// 405.
     pub fn method_not_allowed() -> Self {
         Self::new(

@@ -80,6 +80,9 @@ pub struct Config {
     pub tls: Option<tls::TlsFiles>,
     /// How long audit entries are kept (`--audit-retention`); `None`: as long as the store.
     pub audit_retention: Option<std::time::Duration>,
+    /// Read-only (`--read-only`): every write of every tenant is refused with `Frozen`, no run
+    /// starts; reads work (incident drills, maintenance).
+    pub read_only: bool,
 }
 
 impl Config {
@@ -380,6 +383,7 @@ pub async fn run(mut config: Config) -> Result<(), ServerError> {
         platform: platform.clone(),
         metrics_public: config.metrics_public,
         metrics_max_tenants: config.metrics_max_tenants,
+        read_only: config.read_only,
     };
     let engine_app = engine_listener
         .as_ref()
@@ -514,6 +518,10 @@ fn start_platform(
         slots,
     );
     platform.tag_poll_interval = config.tag_poll_interval;
+    platform.read_only = config.read_only;
+    if config.read_only {
+        tracing::warn!("read-only (--read-only): every write is refused, no run starts");
+    }
     if let Some((address, auth)) = &config.shared_modules {
         let shared =
             platform::tags::SharedModules::load(address, auth).map_err(ServerError::Config)?;

@@ -43,6 +43,7 @@ pub(crate) const TABLES: &[&str] = &[
     "agents",
     "module_tags",
     "registry_notifications",
+    "idempotency_keys",
 ];
 
 /// Tables of the databases themselves, not of the store: SQLite's counters of AUTOINCREMENT

@@ -138,9 +138,13 @@ impl Store {
     ) -> Result<Option<Claim>> {
         let mut conn = self.conn()?;
         let tx = conn.row_locking()?;
+        // The jobs of a frozen tenant wait in the queue until it is unfrozen.
+        let now = chrono::DateTime::from_timestamp_millis(now_ms)
+            .unwrap_or_default()
+            .to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
         let Some((id, tenant)) = (match tx.dialect() {
-            Dialect::Sqlite => claimable_sqlite(&tx, scope)?,
-            Dialect::Postgres => claimable_pg(&tx, scope)?,
+            Dialect::Sqlite => claimable_sqlite(&tx, scope, &now)?,
+            Dialect::Postgres => claimable_pg(&tx, scope, &now)?,
         }) else {
             return Ok(None);
         };
@@ -433,8 +437,18 @@ impl<'a> Scope<'a> {
     }
 }
 
+/// A tenant whose freeze holds at `?3` (RFC 3339 UTC, seconds), SQLite: its jobs wait.
+const SQLITE_FROZEN: &str =
+    "EXISTS (SELECT 1 FROM objects f WHERE f.tenant = '' AND f.kind = 'Tenant'
+        AND f.name = j.tenant AND json_extract(f.status, '$.frozen') IS NOT NULL
+        AND COALESCE(json_extract(f.status, '$.frozen.until'), '9999') > ?3)";
+
 /// The next job to claim (id, tenant), SQLite: the write transaction holds the database.
-fn claimable_sqlite(tx: &dyn Exec, scope: Scope<'_>) -> Result<Option<(String, String)>> {
+fn claimable_sqlite(
+    tx: &dyn Exec,
+    scope: Scope<'_>,
+    now: &str,
+) -> Result<Option<(String, String)>> {
     let (clause, a, b) = scope.clause("SELECT value FROM json_each(?1)");
     let tenant: Option<String> = tx.query_opt(
         &format!(
@@ -442,6 +456,7 @@ fn claimable_sqlite(tx: &dyn Exec, scope: Scope<'_>) -> Result<Option<(String, S
            LEFT JOIN job_turns t ON t.tenant = j.tenant
           WHERE j.state = 'queued'
             AND {clause}
+            AND NOT {SQLITE_FROZEN}
             AND (SELECT COUNT(*) FROM jobs l WHERE l.tenant = j.tenant AND l.state = 'leased')
                 < COALESCE((SELECT json_extract(o.spec, '$.quotas.concurrentRuns') FROM objects o
                              WHERE o.tenant = '' AND o.kind = 'Tenant' AND o.name = j.tenant),
@@ -450,7 +465,7 @@ fn claimable_sqlite(tx: &dyn Exec, scope: Scope<'_>) -> Result<Option<(String, S
           ORDER BY COALESCE(MAX(t.served), 0), j.tenant
           LIMIT 1"
         ),
-        params![a, b],
+        params![a, b, now],
         |r| r.get(0),
     )?;
     let Some(tenant) = tenant else {
@@ -474,12 +489,17 @@ const PG_QUOTA: &str =
                      WHERE o.tenant = '' AND o.kind = 'Tenant' AND o.name = j.tenant),
                    9223372036854775807)";
 
+/// A tenant whose freeze holds at `?3` (RFC 3339 UTC, seconds), PostgreSQL: its jobs wait.
+const PG_FROZEN: &str = "EXISTS (SELECT 1 FROM objects f WHERE f.tenant = '' AND f.kind = 'Tenant'
+        AND f.name = j.tenant AND (f.status::jsonb #>> '{frozen}') IS NOT NULL
+        AND COALESCE(f.status::jsonb #>> '{frozen,until}', '9999') > CAST(?3 AS TEXT))";
+
 /// The next job to claim (id, tenant), PostgreSQL: in the same order as SQLite's (the tenant
 /// served least recently, then its oldest job), the job row locked with `FOR UPDATE SKIP
 /// LOCKED` (a job another process is claiming is passed over, never shared). The quota is
 /// checked again once the claims of that tenant are serialised (an advisory lock per tenant):
 /// two processes never lease past `concurrentRuns` together.
-fn claimable_pg(tx: &dyn Exec, scope: Scope<'_>) -> Result<Option<(String, String)>> {
+fn claimable_pg(tx: &dyn Exec, scope: Scope<'_>, now: &str) -> Result<Option<(String, String)>> {
     let (clause, a, b) = scope.clause("SELECT jsonb_array_elements_text(CAST(?1 AS TEXT)::jsonb)");
     let picked: Option<(String, String)> = tx.query_opt(
         &format!(
@@ -487,13 +507,14 @@ fn claimable_pg(tx: &dyn Exec, scope: Scope<'_>) -> Result<Option<(String, Strin
                LEFT JOIN job_turns t ON t.tenant = j.tenant
               WHERE j.state = 'queued'
                 AND {clause}
+                AND NOT {PG_FROZEN}
                 AND (SELECT COUNT(*) FROM jobs l WHERE l.tenant = j.tenant AND l.state = 'leased')
                     < {PG_QUOTA}
               ORDER BY COALESCE(t.served, 0), j.tenant, j.seq
               LIMIT 1
               FOR UPDATE OF j SKIP LOCKED"
         ),
-        params![a, b],
+        params![a, b, now],
         |r| Ok((r.get(0)?, r.get(1)?)),
     )?;
     let Some((id, tenant)) = picked else {

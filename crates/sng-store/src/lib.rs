@@ -16,6 +16,7 @@ mod crypto;
 mod db;
 mod error;
 mod events;
+mod idempotency;
 mod jobs;
 mod keys;
 mod logs;

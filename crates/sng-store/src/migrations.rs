@@ -26,6 +26,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/sqlite/0014_agents.sql"),
     include_str!("../migrations/sqlite/0015_module_tags.sql"),
     include_str!("../migrations/sqlite/0016_audit_chain.sql"),
+    include_str!("../migrations/sqlite/0017_idempotency_keys.sql"),
 ];
 
 /// The PostgreSQL migrations, by name, in order. Never edit a released file: append.
@@ -49,6 +50,10 @@ const PG_MIGRATIONS: &[(&str, &str)] = &[
     (
         "0005_audit_chain",
         include_str!("../migrations/postgres/0005_audit_chain.sql"),
+    ),
+    (
+        "0006_idempotency_keys",
+        include_str!("../migrations/postgres/0006_idempotency_keys.sql"),
     ),
 ];
 
@@ -192,18 +197,19 @@ mod tests {
     /// The SQLite files are the released migrations, in order: a database migrates as before.
     #[test]
     fn sqlite_migrations_keep_their_order() {
-        assert_eq!(MIGRATIONS.len(), 16);
+        assert_eq!(MIGRATIONS.len(), 17);
         assert!(MIGRATIONS[0].contains("CREATE TABLE revision"));
         assert!(MIGRATIONS[10].contains("CREATE TABLE jobs"));
         assert!(MIGRATIONS[11].contains("CREATE TABLE run_logs"));
         assert!(MIGRATIONS[13].contains("CREATE TABLE agents"));
         assert!(MIGRATIONS[14].contains("CREATE TABLE module_tags"));
         assert!(MIGRATIONS[15].contains("ALTER TABLE audit ADD COLUMN hash"));
+        assert!(MIGRATIONS[16].contains("CREATE TABLE idempotency_keys"));
         let mut c = Connection::open_in_memory().unwrap();
         migrate(&mut c).unwrap();
         let v: i64 = c
             .pragma_query_value(None, "user_version", |r| r.get(0))
             .unwrap();
-        assert_eq!(v, 16);
+        assert_eq!(v, 17);
     }
 }

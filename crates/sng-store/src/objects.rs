@@ -255,6 +255,7 @@ impl Store {
                 kind: "Tenant".into(),
                 metadata: ObjectMeta::named(DEFAULT_TENANT),
                 spec: Default::default(),
+                status: None,
             };
             self.apply(DEFAULT_TENANT, vec![Object::Tenant(tenant)], false)?;
         }

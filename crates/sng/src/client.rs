@@ -7,6 +7,9 @@ use sng_api::wire::{List, StatusBody};
 use crate::cli::Global;
 use crate::error::CliError;
 
+/// The header of idempotent requests ([`Client::post_once`]).
+pub const IDEMPOTENCY_KEY: &str = "Idempotency-Key";
+
 /// A client bound to a server and a token.
 pub struct Client {
     http: Http,
@@ -22,7 +25,7 @@ impl Client {
                 "no token\nhint: pass `--token` or set `SNG_TOKEN` (the server writes its admin token to DATA_DIR/admin.token)".into(),
             )
         })?;
-        let mut http = Http::builder().timeout(std::time::Duration::from_secs(60));
+        let mut http = Http::builder().timeout(request_timeout());
         if let Some(path) = &g.ca_file {
             for cert in ca_certificates(path)? {
                 http = http.add_root_certificate(cert);
@@ -48,6 +51,36 @@ impl Client {
             .bearer_auth(&self.token)
             .send()
             .map_err(|e| self.unreachable(&e))?;
+        Self::answer(resp)
+    }
+
+    /// POST JSON to a path whose request has a business effect (apply, approve, rollback,
+    /// cancel, refresh), with an `Idempotency-Key` of its own: a request that times out is sent
+    /// once more with the same key, and the server does it at most once (the retry gets the
+    /// first answer).
+    pub fn post_once(&self, path: &str, body: &Value) -> Result<Value, CliError> {
+        let key = format!("sng-{}", uuid::Uuid::new_v4().simple());
+        let attempt = || {
+            self.http
+                .post(self.url(path))
+                .header(IDEMPOTENCY_KEY, &key)
+                .json(body)
+                .bearer_auth(&self.token)
+                .send()
+        };
+        let resp = match attempt() {
+            Err(e) if e.is_timeout() => {
+                eprintln!("warning: the request timed out; sending it once more with the same Idempotency-Key (done at most once)");
+                attempt()
+            }
+            other => other,
+        }
+        .map_err(|e| self.unreachable(&e))?;
+        Self::answer(resp)
+    }
+
+    /// The JSON of a success; the server's `Status` as the error otherwise.
+    fn answer(resp: reqwest::blocking::Response) -> Result<Value, CliError> {
         let status = resp.status();
         let text = resp.text().unwrap_or_default();
         if status.is_success() {
@@ -194,6 +227,15 @@ impl Client {
     }
 }
 
+/// How long a request may take (`SNG_REQUEST_TIMEOUT`, a Go duration; default 60s).
+fn request_timeout() -> std::time::Duration {
+    std::env::var("SNG_REQUEST_TIMEOUT")
+        .ok()
+        .and_then(|t| crate::cli::args::parse_duration(&t).ok())
+        .filter(|d| !d.is_zero())
+        .unwrap_or(std::time::Duration::from_secs(60))
+}
+
 /// The causes of an error, outermost first, joined by `: `.
 fn error_chain(e: &dyn std::error::Error) -> String {
     let mut parts = vec![e.to_string()];
@@ -242,6 +284,58 @@ pub fn encode(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The value of `Idempotency-Key` in the request read from `conn` (its head only).
+    fn key_of(conn: &mut std::net::TcpStream) -> String {
+        use std::io::Read as _;
+        let mut head = Vec::new();
+        let mut byte = [0u8; 1];
+        while !head.ends_with(b"\r\n\r\n") && conn.read(&mut byte).unwrap() == 1 {
+            head.push(byte[0]);
+        }
+        String::from_utf8_lossy(&head)
+            .lines()
+            .find_map(|l| {
+                let (name, value) = l.split_once(':')?;
+                name.eq_ignore_ascii_case(IDEMPOTENCY_KEY)
+                    .then(|| value.trim().to_string())
+            })
+            .unwrap_or_default()
+    }
+
+    #[test]
+    fn a_timed_out_request_is_sent_once_more_with_the_same_key() {
+        use std::io::Write as _;
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let server = std::thread::spawn(move || {
+            let (mut first, _) = listener.accept().unwrap();
+            let k1 = key_of(&mut first);
+            // The first request gets no answer (its client times out), the second one does.
+            let (mut second, _) = listener.accept().unwrap();
+            let k2 = key_of(&mut second);
+            second
+                .write_all(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 11\r\nconnection: close\r\n\r\n{\"ok\":true}")
+                .unwrap();
+            drop(first);
+            (k1, k2)
+        });
+        let client = Client {
+            http: Http::builder()
+                .timeout(std::time::Duration::from_millis(500))
+                .build()
+                .unwrap(),
+            base: format!("http://{addr}"),
+            token: "t".into(),
+        };
+        let answer = client
+            .post_once("/tenants/default/apply", &serde_json::json!({"items": []}))
+            .unwrap();
+        assert_eq!(answer["ok"], true);
+        let (k1, k2) = server.join().unwrap();
+        assert!(k1.starts_with("sng-"), "{k1}");
+        assert_eq!(k1, k2, "the retry carries the same key");
+    }
 
     #[test]
     fn query_values_are_encoded() {

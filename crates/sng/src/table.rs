@@ -183,7 +183,15 @@ fn row(kind: Kind, v: &Value, wide: bool, now: DateTime<Utc>) -> Vec<String> {
         }
         Kind::Tenant => {
             let prod = v.pointer("/spec/production") == Some(&Value::Bool(true));
-            let mut r = vec![name, if prod { "PROD".into() } else { "-".into() }, age];
+            let frozen = match v.pointer("/status/frozen") {
+                Some(f) if f.is_object() => match f.get("until").and_then(Value::as_str) {
+                    Some(until) => format!("until {until}"),
+                    None => "yes".into(),
+                },
+                _ => "-".into(),
+            };
+            let prod = if prod { "PROD".into() } else { "-".into() };
+            let mut r = vec![name, prod, frozen, age];
             if wide {
                 r.push(s(str_at(v, &["spec", "displayName"])));
             }
@@ -240,7 +248,7 @@ fn header(kind: Kind, wide: bool) -> Vec<&'static str> {
         ),
         Kind::Provider => (&["NAME", "SOURCE", "VERSION", "AGE"], &["ALIAS"]),
         Kind::Secret => (&["NAME", "TYPE", "DATA", "AGE"], &[]),
-        Kind::Tenant => (&["NAME", "PRODUCTION", "AGE"], &["DISPLAY NAME"]),
+        Kind::Tenant => (&["NAME", "PRODUCTION", "FROZEN", "AGE"], &["DISPLAY NAME"]),
         Kind::Policy => (&["NAME", "ENFORCEMENT", "WORKSPACES", "AGE"], &[]),
         Kind::Webhook => (&["NAME", "URL", "EVENTS", "AGE"], &[]),
         Kind::AgentPool => (&["NAME", "WORKSPACES", "AGE"], &[]),

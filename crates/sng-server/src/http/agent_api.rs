@@ -192,6 +192,11 @@ pub(crate) async fn claim(
     let JsonBody(req) = body?;
     let p = platform(&st)?;
     let wait = Duration::from_secs(req.wait_seconds.min(MAX_WAIT));
+    if p.read_only {
+        // Read-only: no run starts; the agent is told there is nothing, after its wait.
+        tokio::time::sleep(wait).await;
+        return Ok(StatusCode::NO_CONTENT.into_response());
+    }
     match p.remote_claim(&agent, wait).await? {
         Some(answer) => Ok(Json(answer).into_response()),
         None => Ok(StatusCode::NO_CONTENT.into_response()),

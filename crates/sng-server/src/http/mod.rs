@@ -14,6 +14,8 @@ mod audit;
 pub mod correlation;
 mod events;
 mod extract;
+mod freeze;
+mod idempotency;
 mod measures;
 mod metrics;
 mod objects;
@@ -148,7 +150,26 @@ fn routes(state: AppState) -> Router {
             "/api/v1/tenants/{tenant}/audit/export",
             get(audit::export_audit),
         )
+        .route(
+            "/api/v1/tenants/{tenant}/freeze",
+            post(freeze::freeze_tenant),
+        )
+        .route(
+            "/api/v1/tenants/{tenant}/unfreeze",
+            post(freeze::unfreeze_tenant),
+        )
         .fallback(|| async { ApiError::not_found("no such API path") })
+        // A retry with the same `Idempotency-Key` gets the first answer; inside the guard: a
+        // write refused by a freeze is not kept.
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            idempotency::idempotent,
+        ))
+        // Writes are refused while their tenant is frozen or the server read-only.
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            freeze::guard,
+        ))
         .with_state(state)
         // Last: every answer, the fallback's and the errors' too, carries `X-Correlation-Id`.
         .layer(axum::middleware::from_fn(correlation::correlate))

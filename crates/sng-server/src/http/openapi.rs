@@ -153,6 +153,8 @@ pub const OPERATIONS: &[Operation] = &[
     op("post", "/api/v1/tenants/{tenant}/quarantine/{id}/discard", "Discard a quarantined plan", Token, Body::None, Answer::Json),
     op("get", "/api/v1/report/balance", "The balance of each tenant over a window (`since`): objects written, runs by where they are, `unaccounted`", Token, Body::None, List),
     op("get", "/api/v1/tenants/{tenant}/audit/export", "The audit trail from `since` on, oldest first, chained by hash (`seq`, `prevHash`, `hash`)", Token, Body::None, List),
+    op("post", "/api/v1/tenants/{tenant}/freeze", "Freeze the tenant (tenant admin) `{reason, until?}`: no run starts, every change answers 423 `Frozen`; reads work", Token, Body::Json, Object),
+    op("post", "/api/v1/tenants/{tenant}/unfreeze", "Lift the tenant's freeze (tenant admin)", Token, Body::None, Object),
 ];
 
 /// Routes served with methods OpenAPI has no field for: path, methods, what they do.

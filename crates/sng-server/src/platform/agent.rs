@@ -246,7 +246,8 @@ pub async fn agent_loop(p: Arc<Platform>, stop: CancellationToken) {
         jobs.moved();
         expire(&p, "noticed by the local agent");
         let mut full = false;
-        while !stop.is_cancelled() {
+        // Read-only: the queue waits (nothing is claimed) until a restart without it.
+        while !stop.is_cancelled() && !p.read_only {
             let Ok(slot) = p.agent.slots.clone().try_acquire_owned() else {
                 full = true;
                 break;

@@ -455,6 +455,7 @@ pub fn observe(
             st.consecutive_failures.unwrap_or(0)
         )),
         runs_quota: None,
+        frozen: None,
     };
     Observed {
         facts,

@@ -70,6 +70,8 @@ pub struct Platform {
     pub tag_poll_interval: std::time::Duration,
     /// The secrets' expiry watcher: its counts and the notices it sent.
     pub expiry: expiry::Watch,
+    /// The server is read-only (`--read-only`): no run starts, nothing is claimed.
+    pub read_only: bool,
 }
 
 /// Counters of the platform.
@@ -151,6 +153,7 @@ impl Platform {
             shared_modules: None,
             tag_poll_interval: std::time::Duration::from_secs(300),
             expiry: Default::default(),
+            read_only: false,
         }
     }
 

@@ -78,8 +78,11 @@ impl Platform {
                 }
             };
             let tenant_version = t.meta().resource_version.clone();
-            let quotas = match &t {
-                sng_api::Object::Tenant(t) => t.spec.quotas.clone().unwrap_or_default(),
+            let (quotas, frozen) = match &t {
+                sng_api::Object::Tenant(t) => (
+                    t.spec.quotas.clone().unwrap_or_default(),
+                    self.frozen(t, now, &mut soonest),
+                ),
                 _ => Default::default(),
             };
             let hour_ago = chrono::DateTime::from_timestamp(now - 3600, 0)
@@ -171,6 +174,7 @@ impl Platform {
                         .inputs_problem
                         .get_or_insert_with(|| crate::platform::pools::conflict(&names));
                 }
+                observed.facts.frozen = frozen.clone();
                 observed.facts.runs_quota = quotas.runs_per_hour.map(|per_hour| RunsQuota {
                     per_hour,
                     started: runs_this_hour,
@@ -185,6 +189,8 @@ impl Platform {
                         Some(Some(now + sng_core::decide::QUOTA_RECHECK))
                     }
                     Action::Block(b) if b.reason == Reason::InputsUnavailable => None,
+                    // Unfrozen (or its end come): the tenant's status moves, decided again.
+                    Action::Block(b) if b.reason == Reason::Frozen => Some(None),
                     Action::Block(_) => Some(None),
                     Action::Run { .. } | Action::Finalize => None,
                 };
@@ -238,6 +244,37 @@ impl Platform {
             }
         }
         (due, next)
+    }
+}
+
+impl Platform {
+    /// Why the runs of tenant `t` wait, if they do: the server is read-only, or the tenant is
+    /// frozen. A freeze whose end has come is lifted (and recorded); one with an end wakes the
+    /// pass then (`soonest`).
+    fn frozen(
+        &self,
+        t: &sng_api::Tenant,
+        now: i64,
+        soonest: &mut impl FnMut(i64),
+    ) -> Option<String> {
+        if self.read_only {
+            return Some("the server is read-only (--read-only)".into());
+        }
+        let at = chrono::DateTime::from_timestamp(now, 0)
+            .unwrap_or_default()
+            .to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+        if crate::service::freeze::lift_if_ended(&self.store, t, &at) {
+            return None;
+        }
+        let f = t.freeze_at(&at)?;
+        if let Some(end) = f
+            .until
+            .as_deref()
+            .and_then(|u| chrono::DateTime::parse_from_rfc3339(u).ok())
+        {
+            soonest(end.timestamp());
+        }
+        Some(f.describe(&t.metadata.name))
     }
 }
 

@@ -94,12 +94,21 @@ pub fn explain(
         ));
         return;
     }
+    let frozen = crate::service::freeze::freeze_of(store, tenant)
+        .ok()
+        .flatten()
+        .map(|f| f.describe(tenant));
+    if let Some(waits) = frozen_wait(store, tenant, name, frozen.as_deref(), depth) {
+        out.push(waits);
+        return;
+    }
     if let Some(waits) = pool_wait(store, tenant, name, depth) {
         out.push(waits);
         return;
     }
     let now = chrono::Utc::now().timestamp();
     let mut observed = observe(store, tenant, snap, ws, now, false, None);
+    observed.facts.frozen = frozen;
     let pools = crate::platform::pools::pools(store, tenant, None);
     if let crate::platform::pools::Placement::Conflict(names) =
         crate::platform::pools::placement(&pools, ws)
@@ -181,6 +190,14 @@ pub fn explain(
                     "remove one dependsOn or workspaceOutputRef of the cycle, then sng apply"
                         .into(),
                 ),
+                depth,
+            )),
+            Reason::Frozen => out.push(step(
+                name,
+                "Frozen",
+                b.reason.as_str(),
+                b.message.clone(),
+                Some(format!("sng tenant unfreeze {tenant}")),
                 depth,
             )),
             Reason::Suspended => out.push(step(
@@ -372,6 +389,28 @@ fn awaiting_step(ws: &Workspace, depth: usize) -> Step {
         Some(format!("sng approve workspace {name} {}{confirm}", plan.id)),
         depth,
     )
+}
+
+/// The step of a workspace whose run is queued while its tenant is frozen (`frozen`: why).
+fn frozen_wait(
+    store: &Store,
+    tenant: &str,
+    name: &str,
+    frozen: Option<&str>,
+    depth: usize,
+) -> Option<Step> {
+    let why = frozen?;
+    let job = store.job_open(tenant, name).ok().flatten()?;
+    (job.state == sng_core::jobs::JobState::Queued).then(|| {
+        step(
+            name,
+            "Queued",
+            Reason::Frozen.as_str(),
+            format!("run {} waits: {why}", job.id),
+            Some(format!("sng tenant unfreeze {tenant}")),
+            depth,
+        )
+    })
 }
 
 /// The step of a workspace whose run is queued for an agent pool: why no agent runs it yet.

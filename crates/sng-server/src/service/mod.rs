@@ -10,6 +10,7 @@ pub mod blast;
 pub mod confirm;
 pub mod delete;
 pub mod explain;
+pub mod freeze;
 pub mod plan;
 pub mod refresh;
 pub mod rollback;

@@ -19,6 +19,7 @@ pub fn app_state(store: Store) -> AppState {
         platform: None,
         metrics_public: false,
         metrics_max_tenants: None,
+        read_only: false,
     }
 }
 

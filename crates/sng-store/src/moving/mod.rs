@@ -149,6 +149,10 @@ pub(crate) const PLAN: &[(&str, Move)] = &[
         "registry_notifications",
         Move::Stays("notifications received by the exporting server"),
     ),
+    (
+        "idempotency_keys",
+        Move::Stays("answers to requests made to the exporting server"),
+    ),
 ];
 
 /// The position of `table` in the order rows are written (unknown tables last).

@@ -32,6 +32,8 @@ trait Fixture {
     fn workspace(&self, tenant: &str, name: &str);
     /// The stored status of a workspace.
     fn status_of(&self, tenant: &str, name: &str) -> serde_json::Value;
+    /// Freeze tenant `name` (until `until`, RFC 3339), or unfreeze it (`Some(None)` / `None`).
+    fn freeze(&self, name: &str, freeze: Option<Option<&str>>);
 }
 
 /// A store under test.
@@ -79,6 +81,15 @@ impl Fixture for Store {
             _ => serde_json::Value::Null,
         }
     }
+    fn freeze(&self, name: &str, freeze: Option<Option<&str>>) {
+        let status = match freeze {
+            Some(until) => json!({"frozen": {"reason": "drill", "at": "2026-01-01T00:00:00Z",
+                "by": {"tokenId": "t", "description": "d"}, "until": until}}),
+            None => json!({}),
+        };
+        self.update_status(sng_api::Kind::Tenant, name, name, None, &status)
+            .unwrap();
+    }
 }
 
 /// Each contract function against a fresh store of each backend.
@@ -108,6 +119,7 @@ on_both!(
     a_claim_leases_the_oldest_job_with_a_new_epoch,
     tenants_are_served_in_turn,
     the_concurrent_runs_quota_holds_a_tenant_back,
+    a_frozen_tenant_s_jobs_wait_until_it_is_unfrozen,
     an_agent_bound_to_tenants_claims_only_theirs,
     heartbeats_renew_the_lease_and_carry_a_cancel,
     a_queued_job_cancelled_never_runs,
@@ -230,6 +242,23 @@ fn the_concurrent_runs_quota_holds_a_tenant_back<S: Queue>(s: &S) {
     s.finish("c0", first.job.epoch, &run("capped", "c0", "c0"))
         .unwrap();
     assert_eq!(claim_id(s, 0).as_deref(), Some("c1"));
+}
+
+fn a_frozen_tenant_s_jobs_wait_until_it_is_unfrozen<S: Queue>(s: &S) {
+    s.tenant("cold", None);
+    enqueue(s, "cold", "c0", "c0");
+    enqueue(s, "cold", "c1", "c1");
+    enqueue(s, "default", "d0", "d0");
+    s.freeze("cold", Some(None));
+    assert_eq!(claim_id(s, 0).as_deref(), Some("d0"));
+    assert_eq!(claim_id(s, 0), None, "cold's jobs wait while it is frozen");
+    s.freeze("cold", None);
+    assert_eq!(claim_id(s, 0).as_deref(), Some("c0"), "unfrozen: claimed");
+    // A freeze with an end: held before it, claimed from then on (2030-03-17T17:46:40Z).
+    let end = 1_900_000_000_000;
+    s.freeze("cold", Some(Some("2030-03-17T17:46:40Z")));
+    assert_eq!(claim_id(s, end - 1_000), None);
+    assert_eq!(claim_id(s, end).as_deref(), Some("c1"));
 }
 
 fn an_agent_bound_to_tenants_claims_only_theirs<S: Queue>(s: &S) {

@@ -185,7 +185,7 @@ pub fn apply(g: &Global, args: &ApplyArgs) -> Result<(), CliError> {
     let tenant = &g.tenant;
     let (items, origins) = read_items(&args.files, args.recursive)?;
     let answer = client
-        .post(
+        .post_once(
             &format!("/tenants/{tenant}/apply"),
             &json!({"items": items, "dryRun": args.dry_run, "confirm": args.confirm}),
         )

@@ -77,6 +77,12 @@ const EXAMPLES: &[(&str, &str)] = &[
         "sng tenant delete acme\nsng tenant delete prod --confirm prod",
     ),
     (
+        "tenant freeze",
+        "sng tenant freeze acme --reason \"incident 42: registry compromised\"\n\
+         sng tenant freeze acme --reason \"release window closed\" --until 2h",
+    ),
+    ("tenant unfreeze", "sng tenant unfreeze acme"),
+    (
         "token create",
         "sng token create --role viewer --description dashboard\n\
          sng --tenant acme token create --role operator --expires 720h",

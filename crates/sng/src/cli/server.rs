@@ -84,6 +84,10 @@ pub struct ServerArgs {
     /// others are summed under `tenant="_other"`. Default: every tenant.
     #[arg(long, env = "SNG_METRICS_MAX_TENANTS")]
     pub metrics_max_tenants: Option<usize>,
+    /// Read-only mode, for incident drills and maintenance: every change of every tenant is
+    /// refused with `Frozen` and no run starts (queued runs wait); every read keeps working.
+    #[arg(long, env = "SNG_READ_ONLY", value_parser = clap::builder::BoolishValueParser::new())]
+    pub read_only: bool,
     /// Start the server in the background and return once it answers (its admin token written,
     /// `/healthz` up); its log goes to DATA_DIR/server.log, its pid to DATA_DIR/server.pid.
     #[arg(long)]
@@ -178,6 +182,7 @@ pub fn run(args: ServerArgs) -> Result<(), CliError> {
         shared_modules: args.shared_modules.zip(args.shared_modules_auth),
         metrics_public: args.metrics_public,
         metrics_max_tenants: args.metrics_max_tenants,
+        read_only: args.read_only,
         tls: args
             .tls_cert
             .zip(args.tls_key)

@@ -71,6 +71,40 @@ pub enum TenantCommand {
         #[arg(short = 'l', long = "selector")]
         selector: Option<String>,
     },
+    /// Freeze a tenant: no run starts and every change is refused (`Frozen`, naming the reason
+    /// and who froze it) until `unfreeze` or `--until`; reads keep working. Cancelling a run and
+    /// revoking a token stay possible; runs already running finish.
+    Freeze {
+        /// Name of the tenant.
+        name: String,
+        /// Why (shown to everyone whose change is refused).
+        #[arg(long)]
+        reason: String,
+        /// Lift the freeze by itself at this time: RFC 3339 (`2026-05-01T18:00:00Z`) or a Go
+        /// duration from now (`2h`, `90s`).
+        #[arg(long)]
+        until: Option<String>,
+    },
+    /// Lift the freeze of a tenant.
+    Unfreeze {
+        /// Name of the tenant.
+        name: String,
+    },
+}
+
+/// `--until`: an RFC 3339 time as given, or a Go duration from `now` as RFC 3339 UTC.
+fn until_of(text: &str, now: chrono::DateTime<chrono::Utc>) -> Result<String, CliError> {
+    if chrono::DateTime::parse_from_rfc3339(text).is_ok() {
+        return Ok(text.to_string());
+    }
+    let d = crate::cli::args::parse_duration(text).map_err(|_| {
+        CliError::Usage(format!(
+            "--until `{text}`: neither an RFC 3339 time (2026-05-01T18:00:00Z) nor a Go duration (2h, 90s)"
+        ))
+    })?;
+    let d = chrono::Duration::from_std(d)
+        .map_err(|_| CliError::Usage(format!("--until `{text}`: too far ahead")))?;
+    Ok((now + d).to_rfc3339_opts(chrono::SecondsFormat::Secs, true))
 }
 
 /// Run one of the commands.
@@ -137,6 +171,33 @@ pub fn run(g: &Global, command: TenantCommand) -> Result<(), CliError> {
             crate::cli::get::print(Kind::Tenant, &g.tenant, false, &format, &items);
             Ok(())
         }
+        TenantCommand::Freeze {
+            name,
+            reason,
+            until,
+        } => {
+            let until = until
+                .map(|u| until_of(&u, chrono::Utc::now()))
+                .transpose()?;
+            let answer = client.post(
+                &format!("/tenants/{name}/freeze"),
+                &json!({"reason": reason, "until": until}),
+            )?;
+            let end = answer
+                .pointer("/status/frozen/until")
+                .and_then(Value::as_str)
+                .map_or_else(
+                    || " until `sng tenant unfreeze`".to_string(),
+                    |u| format!(" until {u}"),
+                );
+            println!("tenant/{name} frozen{end}");
+            Ok(())
+        }
+        TenantCommand::Unfreeze { name } => {
+            client.post(&format!("/tenants/{name}/unfreeze"), &json!({}))?;
+            println!("tenant/{name} unfrozen");
+            Ok(())
+        }
     }
 }
 
@@ -191,4 +252,25 @@ pub fn confirm_if_needed(
         .read_line(&mut line)
         .map_err(|e| CliError::rejected(format!("cannot read the confirmation: {e}")))?;
     Ok(Some(line.trim().to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn until_is_a_time_or_a_duration_from_now() {
+        let now = chrono::DateTime::parse_from_rfc3339("2026-01-01T00:00:00Z")
+            .unwrap()
+            .with_timezone(&chrono::Utc);
+        assert_eq!(until_of("2h", now).unwrap(), "2026-01-01T02:00:00Z");
+        assert_eq!(until_of("90s", now).unwrap(), "2026-01-01T00:01:30Z");
+        assert_eq!(
+            until_of("2026-05-01T18:00:00+02:00", now).unwrap(),
+            "2026-05-01T18:00:00+02:00"
+        );
+        assert!(
+            matches!(until_of("tomorrow", now), Err(CliError::Usage(m)) if m.contains("--until `tomorrow`"))
+        );
+    }
 }

@@ -36,7 +36,7 @@ pub fn approve(g: &Global, args: ApproveArgs) -> Result<(), CliError> {
     let target = args.target.workspace(g, WORKSPACES_ONLY)?;
     let confirm = crate::cli::tenant::confirm_if_needed(&client, &target, args.confirm)?;
     let (tenant, name, plan_id) = (&target.tenant, &target.name, &args.plan_id);
-    client.post(
+    client.post_once(
         &format!("/tenants/{tenant}/workspaces/{name}/approve"),
         &serde_json::json!({"planId": plan_id, "confirm": confirm}),
     )?;
@@ -51,7 +51,7 @@ pub fn rollback(g: &Global, args: &RollbackArgs) -> Result<(), CliError> {
         .target
         .workspace(g, "rollback applies to workspaces only")?;
     let (tenant, name, run) = (&target.tenant, &target.name, &args.to_run);
-    let answer = client.post(
+    let answer = client.post_once(
         &format!("/tenants/{tenant}/workspaces/{name}/rollback"),
         &serde_json::json!({"toRun": run}),
     )?;
@@ -69,7 +69,7 @@ pub fn refresh(g: &Global, target: &WorkspaceRef) -> Result<(), CliError> {
     let client = Client::new(g)?;
     let target = target.workspace(g, WORKSPACES_ONLY)?;
     let (tenant, name) = (&target.tenant, &target.name);
-    client.post(
+    client.post_once(
         &format!("/tenants/{tenant}/workspaces/{name}/refresh"),
         &serde_json::json!({}),
     )?;
@@ -82,7 +82,7 @@ pub fn cancel(g: &Global, target: &WorkspaceRef) -> Result<(), CliError> {
     let client = Client::new(g)?;
     let target = target.workspace(g, WORKSPACES_ONLY)?;
     let (tenant, name) = (&target.tenant, &target.name);
-    client.post(
+    client.post_once(
         &format!("/tenants/{tenant}/workspaces/{name}/cancel"),
         &serde_json::json!({}),
     )?;
