@@ -8,7 +8,7 @@ use sng_store::Store;
 /// The whole `/metrics` page: webhook delivery (from the store, so counters survive restarts),
 /// then `extra`, metric families already rendered by the caller (the run metrics of the
 /// platform), e.g. with [`write_metric`]. A blocking call (SQLite).
-pub fn render_metrics(store: &Store, extra: &str) -> String {
+pub fn render_metrics(store: &Store, extra: &str, max_tenants: Option<usize>) -> String {
     let mut out = String::new();
     write_metric(
         &mut out,
@@ -56,7 +56,7 @@ pub fn render_metrics(store: &Store, extra: &str) -> String {
             out.push_str("# webhook metrics unavailable: the store is busy\n");
         }
     }
-    unaccounted(store, &mut out);
+    unaccounted(store, max_tenants, &mut out);
     out.push_str(extra);
     if !out.ends_with('\n') {
         out.push('\n');
@@ -66,15 +66,22 @@ pub fn render_metrics(store: &Store, extra: &str) -> String {
 
 /// `sng_runs_unaccounted{tenant}`: runs marked queued or running that no job holds (the
 /// balance's `unaccounted`, of every time), every tenant's; must be 0.
-fn unaccounted(store: &Store, out: &mut String) {
+fn unaccounted(store: &Store, max_tenants: Option<usize>, out: &mut String) {
     match store.runs_unaccounted_counts() {
         Ok(counts) => {
+            let counts: std::collections::BTreeMap<String, f64> =
+                sng_core::measures::bound_tenants(
+                    counts.into_iter().map(|(t, n)| (t, n as f64)).collect(),
+                    max_tenants,
+                )
+                .into_iter()
+                .collect();
             let labels: Vec<[(&str, &str); 1]> =
                 counts.keys().map(|t| [("tenant", t.as_str())]).collect();
             let samples: Vec<(&[(&str, &str)], f64)> = labels
                 .iter()
                 .zip(counts.values())
-                .map(|(l, n)| (&l[..], *n as f64))
+                .map(|(l, n)| (&l[..], *n))
                 .collect();
             write_metric(
                 out,
@@ -173,7 +180,11 @@ mod tests {
     #[test]
     fn the_page_has_the_webhook_families_then_the_extra_ones() {
         let store = Store::open_in_memory().unwrap();
-        let page = render_metrics(&store, "# TYPE sng_queue_depth gauge\nsng_queue_depth 2");
+        let page = render_metrics(
+            &store,
+            "# TYPE sng_queue_depth gauge\nsng_queue_depth 2",
+            None,
+        );
         assert!(page.contains("sng_webhook_deliveries_total{result=\"delivered\"} 0\n"));
         assert!(page.contains("sng_webhook_deliveries_total{result=\"failed\"} 0\n"));
         assert!(

@@ -207,7 +207,7 @@ pub(crate) async fn metrics(
     let (platform, max) = (st.platform.clone(), st.metrics_max_tenants);
     let page = tokio::task::spawn_blocking(move || {
         super::measures::write(&store, platform.as_deref(), max, &mut extra);
-        crate::events::render_metrics(&store, &extra)
+        crate::events::render_metrics(&store, &extra, max)
     })
     .await
     .unwrap_or_else(|_| "# metrics unavailable\n".into());
