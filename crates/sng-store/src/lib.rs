@@ -49,7 +49,7 @@ pub use events::{
 };
 pub use keys::{sealed_values_opened, MasterKeyRotation, TenantKey, TenantKeyRotation};
 pub use module_tags::{ModuleTag, RegistryNotification, TagKey, TagMove};
-pub use objects::{Applied, ApplyOutcome};
+pub use objects::{principal, spec_hash, Applied, ApplyOutcome, ExceptionApproval};
 pub use pg::redact as redact_url;
 pub use quarantine::{Quarantine, QuarantineEntry, QuarantineReason};
 pub use runs::{Decision, RunPosition, RunRecord, RunToken};
