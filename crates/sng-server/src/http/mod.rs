@@ -131,6 +131,10 @@ fn routes(state: AppState) -> Router {
             "/api/v1/tenants/{tenant}/quarantine/{id}/discard",
             post(quarantine::discard),
         )
+        .route(
+            "/api/v1/tenants/{tenant}/policyexceptions/{name}/approve",
+            post(workspaces::approve_exception),
+        )
         .fallback(|| async { ApiError::not_found("no such API path") })
         .with_state(state)
         // Last: every answer, the fallback's and the errors' too, carries `X-Correlation-Id`.

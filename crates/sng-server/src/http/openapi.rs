@@ -149,6 +149,7 @@ pub const OPERATIONS: &[Operation] = &[
     op("post", "/hooks/registry/{tenant}", "Registry notifications (a moved tag starts the runs following it)", Hook, Body::Json, Answer::Json),
     op("get", "/api/v1/tenants/{tenant}/quarantine", "Plans that will never be applied, with their reason", Token, Body::None, List),
     op("post", "/api/v1/tenants/{tenant}/quarantine/{id}/discard", "Discard a quarantined plan", Token, Body::None, Answer::Json),
+    op("post", "/api/v1/tenants/{tenant}/policyexceptions/{name}/approve", "Approve a policy exception (not by its author)", Token, Body::None, Answer::Json),
 ];
 
 /// Routes served with methods OpenAPI has no field for: path, methods, what they do.
@@ -188,7 +189,7 @@ pub fn document() -> Value {
         "info": {
             "title": "sng API",
             "version": env!("CARGO_PKG_VERSION"),
-            "description": "The HTTP API of `sng server`: objects of a tenant (Workspace, Provider, Secret, Policy, Webhook, AgentPool), runs, events, tokens, the OpenTofu `http` state backend and the remote agents' protocol. Errors are a `Status` body.",
+            "description": "The HTTP API of `sng server`: objects of a tenant (Workspace, Provider, Secret, Policy, Webhook, AgentPool, PolicyException), runs, events, tokens, the OpenTofu `http` state backend and the remote agents' protocol. Errors are a `Status` body.",
             "license": {"name": "Apache-2.0", "identifier": "Apache-2.0"},
         },
         "paths": paths,
@@ -336,6 +337,7 @@ fn schemas() -> Map<String, Value> {
         Kind::Policy,
         Kind::Webhook,
         Kind::AgentPool,
+        Kind::PolicyException,
     ];
     for kind in kinds {
         add(kind.as_str(), sng_api::schema::schema_of(kind));

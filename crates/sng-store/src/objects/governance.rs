@@ -157,20 +157,20 @@ impl Store {
         })
     }
 
-    /// Record the notices sent for PolicyException `name` at `generation` (a write of the
-    /// platform; nothing when the exception changed meanwhile: its next look decides again).
+    /// Record the notices sent for PolicyException `name`: `notices` replace `before` at
+    /// `generation` (a write of the platform). False, writing nothing, when the exception
+    /// changed meanwhile or another process recorded them first: only the writer sends them.
     pub fn note_exception(
         &self,
         tenant: &str,
         name: &str,
         generation: Option<i64>,
+        before: &[String],
         notices: &[String],
-    ) -> Result<()> {
+    ) -> Result<bool> {
         let kind = Kind::PolicyException;
+        let mut wrote = false;
         self.change_row(Topic::Progress, kind, tenant, name, |tx, row| {
-            if generation != Some(row.generation) {
-                return Ok(None);
-            }
             let mut status: PolicyExceptionStatus = row
                 .status
                 .as_deref()
@@ -178,6 +178,9 @@ impl Store {
                 .transpose()
                 .map_err(|e| StoreError::Corrupt(format!("PolicyException `{name}`: {e}")))?
                 .unwrap_or_default();
+            if generation != Some(row.generation) || status.notices != before {
+                return Ok(None);
+            }
             status.notices = notices.to_vec();
             let rv = next_revision(tx)?;
             set_status(tx, kind, tenant, name, &serde_json::to_value(status).expect("json"))?;
@@ -185,9 +188,10 @@ impl Store {
                 "UPDATE objects SET resource_version = ?1 WHERE tenant = ?2 AND kind = ?3 AND name = ?4",
                 params![rv, tenant, kind.as_str(), name],
             )?;
+            wrote = true;
             Ok(Some(rv))
-        })
-        .map(drop)
+        })?;
+        Ok(wrote)
     }
 }
 

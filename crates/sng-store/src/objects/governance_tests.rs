@@ -61,8 +61,10 @@ fn an_exception_is_approved_by_another_principal_and_again_after_each_change() {
     let e = stored(&s);
     assert_eq!((e.status().renewals, e.approved()), (1, false));
     // a write of the platform records notices for the generation it saw only
-    s.note_exception("default", "ex", e.metadata.generation, &["7d".into()]).unwrap();
-    s.note_exception("default", "ex", Some(99), &["1d".into()]).unwrap();
+    let g = e.metadata.generation;
+    assert!(s.note_exception("default", "ex", g, &[], &["7d".into()]).unwrap());
+    assert!(!s.note_exception("default", "ex", g, &[], &["7d".into()]).unwrap(), "once");
+    assert!(!s.note_exception("default", "ex", Some(99), &["7d".into()], &["1d".into()]).unwrap());
     assert_eq!(stored(&s).status().notices, ["7d"]);
 
     let trail = s.audit_page("default", None, 100, None).unwrap().0;

@@ -60,7 +60,7 @@ impl ObjectRef {
 pub fn parse_kind(word: &str) -> Result<Kind, CliError> {
     Kind::parse(word).ok_or_else(|| {
         CliError::Usage(format!(
-            "unknown kind `{word}`\nhint: one of workspace, provider, secret, tenant, policy, webhook, agentpool (singular, plural or short name)"
+            "unknown kind `{word}`\nhint: one of workspace, provider, secret, tenant, policy, webhook, agentpool, policyexception (singular, plural or short name)"
         ))
     })
 }
