@@ -340,7 +340,10 @@ pub fn validate_exception(e: &PolicyException) -> Vec<FieldError> {
     }
     for (i, w) in s.workspaces.iter().flatten().enumerate() {
         if let Some(err) = crate::validate::check_name(w, false).into_iter().next() {
-            errs.push(FieldError::new(format!("spec.workspaces[{i}]"), err.message));
+            errs.push(FieldError::new(
+                format!("spec.workspaces[{i}]"),
+                err.message,
+            ));
         }
     }
     if let Some(sel) = &s.selector {

@@ -41,17 +41,97 @@ fn an_exception_applies_only_approved_unexpired_to_its_policy_and_workspaces() {
     let sel = json!({"workspaces": null, "selector": {"matchLabels": {"tier": "prod"}}});
     // (spec, status, policy, workspace, labels, now, covers)
     let table = [
-        (json!({}), Some(approved(2)), "no-destroy", "w", &none, NOW, true),
+        (
+            json!({}),
+            Some(approved(2)),
+            "no-destroy",
+            "w",
+            &none,
+            NOW,
+            true,
+        ),
         (json!({}), None, "no-destroy", "w", &none, NOW, false),
-        (json!({}), Some(approved(1)), "no-destroy", "w", &none, NOW, false),
-        (json!({}), Some(approved(2)), "other", "w", &none, NOW, false),
-        (json!({}), Some(approved(2)), "no-destroy", "v", &none, NOW, false),
-        (json!({}), Some(approved(2)), "no-destroy", "w", &none, "2030-01-19T23:59:59Z", true),
-        (json!({}), Some(approved(2)), "no-destroy", "w", &none, "2030-01-20T00:00:00Z", false),
-        (json!({}), Some(approved(2)), "no-destroy", "w", &none, "2031-01-01T00:00:00Z", false),
-        (sel.clone(), Some(approved(2)), "no-destroy", "any", &prod, NOW, true),
-        (sel.clone(), Some(approved(2)), "no-destroy", "w", &none, NOW, false),
-        (json!({"workspaces": null}), Some(approved(2)), "no-destroy", "w", &none, NOW, false),
+        (
+            json!({}),
+            Some(approved(1)),
+            "no-destroy",
+            "w",
+            &none,
+            NOW,
+            false,
+        ),
+        (
+            json!({}),
+            Some(approved(2)),
+            "other",
+            "w",
+            &none,
+            NOW,
+            false,
+        ),
+        (
+            json!({}),
+            Some(approved(2)),
+            "no-destroy",
+            "v",
+            &none,
+            NOW,
+            false,
+        ),
+        (
+            json!({}),
+            Some(approved(2)),
+            "no-destroy",
+            "w",
+            &none,
+            "2030-01-19T23:59:59Z",
+            true,
+        ),
+        (
+            json!({}),
+            Some(approved(2)),
+            "no-destroy",
+            "w",
+            &none,
+            "2030-01-20T00:00:00Z",
+            false,
+        ),
+        (
+            json!({}),
+            Some(approved(2)),
+            "no-destroy",
+            "w",
+            &none,
+            "2031-01-01T00:00:00Z",
+            false,
+        ),
+        (
+            sel.clone(),
+            Some(approved(2)),
+            "no-destroy",
+            "any",
+            &prod,
+            NOW,
+            true,
+        ),
+        (
+            sel.clone(),
+            Some(approved(2)),
+            "no-destroy",
+            "w",
+            &none,
+            NOW,
+            false,
+        ),
+        (
+            json!({"workspaces": null}),
+            Some(approved(2)),
+            "no-destroy",
+            "w",
+            &none,
+            NOW,
+            false,
+        ),
     ];
     for (i, (spec, status, policy, ws, labels, now, want)) in table.into_iter().enumerate() {
         let e = exception(spec, status);
@@ -65,7 +145,11 @@ fn states_follow_the_approval_and_the_clock() {
         (None, NOW, ExceptionState::Pending),
         (Some(approved(2)), NOW, ExceptionState::Active),
         (Some(approved(1)), NOW, ExceptionState::Pending),
-        (Some(approved(2)), "2030-01-20T00:00:00Z", ExceptionState::Expired),
+        (
+            Some(approved(2)),
+            "2030-01-20T00:00:00Z",
+            ExceptionState::Expired,
+        ),
         (None, "2030-02-01T00:00:00Z", ExceptionState::Expired),
     ];
     for (status, now, want) in table {
@@ -96,7 +180,10 @@ fn renewals_count_only_expiries_moved_later_and_reset_the_approval() {
         assert_eq!(s.approved_by, None, "a changed exception is approved again");
     }
     let created = status_on_write(None, &e.spec, "token:a", t(NOW));
-    assert_eq!((created.renewals, created.author.as_deref()), (0, Some("token:a")));
+    assert_eq!(
+        (created.renewals, created.author.as_deref()),
+        (0, Some("token:a"))
+    );
 
     // renewed three times: its owner reviews it
     let mut s = created;
@@ -128,7 +215,11 @@ fn the_author_never_approves_and_an_expired_exception_is_not_approved() {
     ));
     let s = pending.approved_status("token:b", now);
     assert_eq!(
-        (s.approved_by.as_deref(), s.approved_generation, s.author.as_deref()),
+        (
+            s.approved_by.as_deref(),
+            s.approved_generation,
+            s.author.as_deref()
+        ),
         (Some("token:b"), Some(2), Some("token:a"))
     );
 }
@@ -178,7 +269,10 @@ fn expiries_are_in_the_future_within_the_tenant_window() {
         let got = expiry_problem(expires, now, max);
         match want {
             None => assert_eq!(got, None, "{expires}"),
-            Some(w) => assert!(got.as_deref().unwrap_or("").contains(w), "{expires}: {got:?}"),
+            Some(w) => assert!(
+                got.as_deref().unwrap_or("").contains(w),
+                "{expires}: {got:?}"
+            ),
         }
     }
 }
@@ -194,7 +288,13 @@ fn validation_names_each_field_and_rule() {
     let paths: Vec<&str> = errs.iter().map(|e| e.field.as_str()).collect();
     assert_eq!(
         paths,
-        ["spec.policy", "spec.workspaces", "spec.reason", "spec.owner", "spec.expiresAt"],
+        [
+            "spec.policy",
+            "spec.workspaces",
+            "spec.reason",
+            "spec.owner",
+            "spec.expiresAt"
+        ],
         "{errs:?}"
     );
     assert!(validate_exception(&exception(json!({}), None)).is_empty());
@@ -203,7 +303,10 @@ fn validation_names_each_field_and_rule() {
         None,
     );
     let errs = validate_exception(&bad_selector);
-    assert_eq!(errs[0].field, "spec.selector.matchExpressions[0].operator", "{errs:?}");
+    assert_eq!(
+        errs[0].field, "spec.selector.matchExpressions[0].operator",
+        "{errs:?}"
+    );
 }
 
 #[test]

@@ -211,12 +211,42 @@ mod tests {
         let (now, two) = (100, vec![grant("old", 150), grant("new", 200)]);
         // (decision, exceptions, result, exception named, blocks)
         let table = [
-            (d(Mandatory, &["no"], None), two.clone(), Excepted, Some("new"), false),
-            (d(Mandatory, &["no"], None), vec![grant("gone", 100)], Denied, None, true),
-            (d(Mandatory, &["no"], None), vec![grant("gone", 99)], Denied, None, true),
-            (d(Mandatory, &["no"], None), vec![grant("ok", 101)], Excepted, Some("ok"), false),
+            (
+                d(Mandatory, &["no"], None),
+                two.clone(),
+                Excepted,
+                Some("new"),
+                false,
+            ),
+            (
+                d(Mandatory, &["no"], None),
+                vec![grant("gone", 100)],
+                Denied,
+                None,
+                true,
+            ),
+            (
+                d(Mandatory, &["no"], None),
+                vec![grant("gone", 99)],
+                Denied,
+                None,
+                true,
+            ),
+            (
+                d(Mandatory, &["no"], None),
+                vec![grant("ok", 101)],
+                Excepted,
+                Some("ok"),
+                false,
+            ),
             (d(Mandatory, &["no"], None), vec![], Denied, None, true),
-            (d(Mandatory, &[], Some("bad")), two.clone(), Failed, None, true),
+            (
+                d(Mandatory, &[], Some("bad")),
+                two.clone(),
+                Failed,
+                None,
+                true,
+            ),
             (d(Mandatory, &[], None), two.clone(), Allowed, None, false),
             (d(Advisory, &["no"], None), two.clone(), Denied, None, false),
         ];
@@ -224,7 +254,11 @@ mod tests {
             let out = finish(vec![decision], &[source(grants)], now);
             let got = &out[0];
             assert_eq!(got.result, Some(result), "row {i}");
-            assert_eq!(got.exception.as_ref().map(|e| e.name.as_str()), named, "row {i}");
+            assert_eq!(
+                got.exception.as_ref().map(|e| e.name.as_str()),
+                named,
+                "row {i}"
+            );
             assert_eq!(got.blocks(), blocks, "row {i}");
             assert_eq!(verdict(&out).is_err(), blocks, "row {i}");
             assert_eq!(got.version.as_ref().and_then(|v| v.generation), Some(3));

@@ -6,9 +6,9 @@ mod previous;
 mod read;
 
 pub use governance::{principal, spec_hash, ExceptionApproval};
+use previous::previous_values;
 #[cfg(test)]
 pub use previous::PREVIOUS_VALUES_KEPT;
-use previous::previous_values;
 
 use crate::db::{params, Exec, ExecExt as _};
 use serde_json::Value;

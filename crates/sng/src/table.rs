@@ -193,7 +193,11 @@ fn row(kind: Kind, v: &Value, wide: bool, now: DateTime<Utc>) -> Vec<String> {
             let mut r = vec![name, s(str_at(v, &["spec", "enforcement"])), scope(v), age];
             if wide {
                 let hash: String = s(str_at(v, &["status", "hash"])).chars().take(19).collect();
-                r.extend([cell(v, "/metadata/generation"), hash, cell(v, "/status/appliedBy")]);
+                r.extend([
+                    cell(v, "/metadata/generation"),
+                    hash,
+                    cell(v, "/status/appliedBy"),
+                ]);
             }
             r
         }
@@ -232,19 +236,38 @@ fn scope(v: &Value) -> String {
 
 /// A PolicyException: its policy, owner, state, age, time left, renewals, and `owner review`
 /// when it looks permanent (renewed more than twice).
-fn exception_row(v: &Value, name: String, age: String, wide: bool, now: DateTime<Utc>) -> Vec<String> {
+fn exception_row(
+    v: &Value,
+    name: String,
+    age: String,
+    wide: bool,
+    now: DateTime<Utc>,
+) -> Vec<String> {
     let Ok(e) = serde_json::from_value::<sng_api::PolicyException>(v.clone()) else {
-        return vec![name, "-".into(), "-".into(), "-".into(), age, "-".into(), "-".into(), "-".into()]
-            .into_iter()
-            .chain(wide.then(|| vec!["-".to_string(); 3]).into_iter().flatten())
-            .collect();
+        return vec![
+            name,
+            "-".into(),
+            "-".into(),
+            "-".into(),
+            age,
+            "-".into(),
+            "-".into(),
+            "-".into(),
+        ]
+        .into_iter()
+        .chain(wide.then(|| vec!["-".to_string(); 3]).into_iter().flatten())
+        .collect();
     };
     let status = e.status();
     let left = e
         .expires()
         .map(|t| sng_api::exception::time_left((t - now).num_seconds()))
         .unwrap_or_else(|| "-".into());
-    let review = if e.needs_review() { "owner review" } else { "-" };
+    let review = if e.needs_review() {
+        "owner review"
+    } else {
+        "-"
+    };
     let mut r = vec![
         name,
         e.spec.policy.clone(),
@@ -281,7 +304,16 @@ fn header(kind: Kind, wide: bool) -> Vec<&'static str> {
         Kind::Webhook => (&["NAME", "URL", "EVENTS", "AGE"], &[]),
         Kind::AgentPool => (&["NAME", "WORKSPACES", "AGE"], &[]),
         Kind::PolicyException => (
-            &["NAME", "POLICY", "OWNER", "STATE", "AGE", "TIME LEFT", "RENEWALS", "REVIEW"],
+            &[
+                "NAME",
+                "POLICY",
+                "OWNER",
+                "STATE",
+                "AGE",
+                "TIME LEFT",
+                "RENEWALS",
+                "REVIEW",
+            ],
             &["WORKSPACES", "APPROVED BY", "AUTHOR"],
         ),
     };

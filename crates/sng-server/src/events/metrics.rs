@@ -61,8 +61,7 @@ pub fn render_metrics(store: &Store, extra: &str) -> String {
         .iter()
         .map(|(t, w, n)| ([("tenant", t.as_str()), ("within", *w)], *n as f64))
         .collect();
-    let samples: Vec<(&[(&str, &str)], f64)> =
-        samples.iter().map(|(l, n)| (&l[..], *n)).collect();
+    let samples: Vec<(&[(&str, &str)], f64)> = samples.iter().map(|(l, n)| (&l[..], *n)).collect();
     write_metric(
         &mut out,
         "sng_policy_exceptions_expiring",

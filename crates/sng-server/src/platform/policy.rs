@@ -4,7 +4,9 @@
 //! as an event (`run.policy_checked`) and in the run's outcome (the run record).
 
 use serde_json::json;
-use sng_api::agent::{Approval, ExceptionGrant, PolicyCheck, PolicyRun, PolicySource, PolicyVersion};
+use sng_api::agent::{
+    Approval, ExceptionGrant, PolicyCheck, PolicyRun, PolicySource, PolicyVersion,
+};
 use sng_api::run::Operation;
 use sng_api::workspace::Workspace;
 use sng_api::{Kind, Object, Policy, PolicyException};

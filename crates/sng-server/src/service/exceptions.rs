@@ -14,7 +14,12 @@ use crate::error::ApiError;
 use crate::service::access;
 
 /// The exceptions of a manifest whose `expiresAt` is new or changed and out of the window.
-pub fn expiry_errors(s: &Store, tenant: &str, objects: &[Object], now: DateTime<Utc>) -> Vec<ObjectError> {
+pub fn expiry_errors(
+    s: &Store,
+    tenant: &str,
+    objects: &[Object],
+    now: DateTime<Utc>,
+) -> Vec<ObjectError> {
     let max = match s.get(Kind::Tenant, "", tenant) {
         Ok(Some(Object::Tenant(t))) => t.spec.max_exception_days(),
         _ => sng_api::exception::DEFAULT_MAX_DAYS,
@@ -68,7 +73,9 @@ fn data(e: &PolicyException, now: DateTime<Utc>) -> Value {
 /// Emit `event_type` on every workspace the exception covers.
 fn notify(s: &Store, tenant: &str, e: &PolicyException, event_type: &str, data: Value, corr: &str) {
     for ws in covered(s, tenant, e) {
-        if let Err(err) = crate::events::emit_event(s, event_type, tenant, &ws, None, corr, data.clone()) {
+        if let Err(err) =
+            crate::events::emit_event(s, event_type, tenant, &ws, None, corr, data.clone())
+        {
             tracing::warn!(tenant, workspace = %ws, event_type, error = %err, "cannot record an event");
         }
     }
@@ -95,13 +102,22 @@ pub fn approve(s: &Store, who: &Principal, tenant: &str, name: &str) -> Result<V
                     .correlation_id
                     .clone()
                     .unwrap_or_else(|| format!("corr-{}", uuid::Uuid::new_v4().simple()));
-                notify(s, tenant, &e, "policyexception.approved", data(&e, now), &corr);
+                notify(
+                    s,
+                    tenant,
+                    &e,
+                    "policyexception.approved",
+                    data(&e, now),
+                    &corr,
+                );
                 tracing::info!(tenant, exception = %name, by = %sng_store::principal(&by), "policy exception approved");
             }
             let status = e.status();
-            Ok(json!({"policyException": name, "approvedBy": status.approved_by,
+            Ok(
+                json!({"policyException": name, "approvedBy": status.approved_by,
                       "expiresAt": e.spec.expires_at, "state": e.state(now).as_str(),
-                      "unchanged": !changed}))
+                      "unchanged": !changed}),
+            )
         }
     }
 }
@@ -115,7 +131,13 @@ pub fn send_notices(s: &Store, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
         for e in crate::platform::policy::exceptions(s, tenant) {
             if let Some((notice, all)) = e.notice_due(now) {
                 let before = e.status().notices;
-                match s.note_exception(tenant, &e.metadata.name, e.metadata.generation, &before, &all) {
+                match s.note_exception(
+                    tenant,
+                    &e.metadata.name,
+                    e.metadata.generation,
+                    &before,
+                    &all,
+                ) {
                     Ok(true) => {
                         let (event, mut d) = if notice == sng_api::exception::EXPIRED {
                             ("policyexception.expired", data(&e, now))
@@ -130,7 +152,9 @@ pub fn send_notices(s: &Store, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
                         tracing::info!(tenant, exception = %e.metadata.name, notice, "policy exception notice");
                     }
                     Ok(false) => {}
-                    Err(err) => tracing::warn!(tenant, error = %err, "cannot record a policy exception notice"),
+                    Err(err) => {
+                        tracing::warn!(tenant, error = %err, "cannot record a policy exception notice")
+                    }
                 }
             }
             // The next moments a notice of it falls due: 7 days, 1 day before, the expiry.

@@ -60,7 +60,8 @@ pub(super) fn authored(
             applied_at: Some(sng_api::exception::format_time(now)),
         }),
         Kind::PolicyException => {
-            let corrupt = |e: serde_json::Error| StoreError::Corrupt(format!("{kind} `{name}`: {e}"));
+            let corrupt =
+                |e: serde_json::Error| StoreError::Corrupt(format!("{kind} `{name}`: {e}"));
             let new: PolicyExceptionSpec = serde_json::from_value(spec.clone()).map_err(corrupt)?;
             let old = match old {
                 Some((spec, status)) => Some((
@@ -101,7 +102,10 @@ pub struct ExceptionApproval {
 fn exception_of(o: Object) -> Result<sng_api::PolicyException> {
     match o {
         Object::PolicyException(e) => Ok(e),
-        other => Err(StoreError::Corrupt(format!("{} is not a PolicyException", other.label()))),
+        other => Err(StoreError::Corrupt(format!(
+            "{} is not a PolicyException",
+            other.label()
+        ))),
     }
 }
 
@@ -109,7 +113,12 @@ impl Store {
     /// Approve PolicyException `name` as `by`, judged (`PolicyException::judge_approval`)
     /// and written with its audit entry (`approved`, or `refused` with the reason) in one
     /// transaction.
-    pub fn approve_exception(&self, tenant: &str, name: &str, by: &Actor) -> Result<ExceptionApproval> {
+    pub fn approve_exception(
+        &self,
+        tenant: &str,
+        name: &str,
+        by: &Actor,
+    ) -> Result<ExceptionApproval> {
         let Some(current) = self.get(Kind::PolicyException, tenant, name)? else {
             return Err(StoreError::not_found("PolicyException", name));
         };

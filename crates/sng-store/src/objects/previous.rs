@@ -45,4 +45,3 @@ pub(super) fn previous_values(
     }
     Ok(kept)
 }
-

@@ -47,7 +47,11 @@ pub fn approve(g: &Global, args: ApproveArgs) -> Result<(), CliError> {
             &format!("/tenants/{tenant}/policyexceptions/{name}/approve"),
             &serde_json::json!({}),
         )?;
-        let done = if answer["unchanged"] == true { "approved already" } else { "approved" };
+        let done = if answer["unchanged"] == true {
+            "approved already"
+        } else {
+            "approved"
+        };
         println!(
             "policyexception/{name} {done} by {} (expires {})",
             answer["approvedBy"].as_str().unwrap_or("?"),

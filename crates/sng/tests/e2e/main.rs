@@ -15,6 +15,7 @@ mod audit_runs;
 mod cli;
 mod database_outage;
 mod decisions;
+mod exceptions;
 mod governance;
 mod guarantees;
 mod integrity;
