@@ -181,6 +181,61 @@ pub struct PolicySource {
     pub enforcement: Enforcement,
     /// The Rego module.
     pub rego: String,
+    /// Its version, recorded with its decision.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<PolicyVersion>,
+    /// The approved exceptions that waive it on this workspace (each checked against the
+    /// clock when the policy denies).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub exceptions: Vec<ExceptionGrant>,
+}
+
+/// The version of a policy: what every decision records.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PolicyVersion {
+    /// `sha256:` of its spec.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hash: Option<String>,
+    /// Its `metadata.generation`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generation: Option<i64>,
+    /// The principal that last applied it (`token:ID`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub author: Option<String>,
+    /// When (RFC 3339).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub applied_at: Option<String>,
+}
+
+/// An approved PolicyException, as a decision names it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ExceptionGrant {
+    /// Its `metadata.name`.
+    pub name: String,
+    /// Its `spec.expiresAt`.
+    pub expires_at: String,
+    /// The same, in seconds since the epoch (what the runner compares).
+    pub expires_unix: i64,
+    /// Its owner.
+    pub owner: String,
+    /// Who approved it.
+    pub approved_by: String,
+}
+
+/// What a policy decided on a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PolicyResult {
+    /// Nothing denied.
+    Allowed,
+    /// Denied (an advisory deny is recorded and never blocks).
+    Denied,
+    /// A mandatory deny waived by an active PolicyException (named in the decision).
+    Excepted,
+    /// Could not be evaluated.
+    Failed,
 }
 
 /// The run as policies see it (the runner adds `destroy` and `counts` from the plan).
@@ -412,13 +467,35 @@ pub struct PolicyDecision {
     /// limit). Absent when it was.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// What it decided (absent in records made before it was recorded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<PolicyResult>,
+    /// The version of the policy evaluated.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<PolicyVersion>,
+    /// The exception that waived its deny (`result: excepted`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exception: Option<ExceptionGrant>,
 }
 
 impl PolicyDecision {
-    /// True when this decision stops the run: a mandatory policy that denied or failed.
+    /// True when this decision stops the run: a mandatory policy that failed, or denied
+    /// without an exception waiving it.
     pub fn blocks(&self) -> bool {
         self.enforcement == Enforcement::Mandatory
-            && (!self.messages.is_empty() || self.error.is_some())
+            && (self.error.is_some() || (!self.messages.is_empty() && self.exception.is_none()))
+    }
+
+    /// What it decided, from its fields.
+    pub fn outcome(&self) -> PolicyResult {
+        match (&self.error, self.messages.is_empty(), &self.exception) {
+            (Some(_), _, _) => PolicyResult::Failed,
+            (None, true, _) => PolicyResult::Allowed,
+            (None, false, Some(_)) if self.enforcement == Enforcement::Mandatory => {
+                PolicyResult::Excepted
+            }
+            (None, false, _) => PolicyResult::Denied,
+        }
     }
 }
 

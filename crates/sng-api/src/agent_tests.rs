@@ -64,6 +64,8 @@ fn spec() -> JobSpec {
                 name: "no-public".into(),
                 enforcement: Enforcement::Mandatory,
                 rego: "package p\ndeny contains \"x\" if false".into(),
+                version: None,
+                exceptions: vec![],
             }],
             run: Some(PolicyRun {
                 id: "run-1".into(),
@@ -254,12 +256,18 @@ fn job_events_round_trip() {
         enforcement: Enforcement::Advisory,
         messages: vec!["public bucket".into()],
         error: None,
+        result: None,
+        version: None,
+        exception: None,
     };
     let failed = PolicyDecision {
         policy: "broken".into(),
         enforcement: Enforcement::Mandatory,
         messages: vec![],
         error: Some("line 2: undefined".into()),
+        result: None,
+        version: None,
+        exception: None,
     };
     round_trips(&[
         (

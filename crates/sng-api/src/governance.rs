@@ -38,6 +38,9 @@ pub const EVENT_TYPES: &[&str] = &[
     "balance.unaccounted",
     "secret.expiring",
     "secret.expired",
+    "policyexception.approved",
+    "policyexception.expiring",
+    "policyexception.expired",
 ];
 
 /// Policy: Rego rules evaluated before every apply of the selected workspaces.
@@ -52,6 +55,24 @@ pub struct Policy {
     pub metadata: ObjectMeta,
     /// The rules and where they apply.
     pub spec: PolicySpec,
+    /// Written by the platform: the version of the rules and who applied them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<PolicyStatus>,
+}
+
+/// PolicyStatus: the version of a policy's rules, as every decision records it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PolicyStatus {
+    /// `sha256:` of the spec (enforcement, rules, selection) as stored.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hash: Option<String>,
+    /// The principal that last applied a change of the spec (`token:ID`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub applied_by: Option<String>,
+    /// When (RFC 3339).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub applied_at: Option<String>,
 }
 
 /// How a policy's result is enforced.
@@ -73,9 +94,25 @@ pub struct PolicySpec {
     /// A Rego module; its `deny` set holds the messages. Input: `input.plan` (sensitive values
     /// removed), `input.run`, `input.workspace`.
     pub rego: String,
-    /// Names of the workspaces it applies to; absent = all of the tenant.
+    /// Names of the workspaces it applies to. With neither `workspaces` nor `selector`: every
+    /// workspace of the tenant; with both: a workspace named or matching.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub workspaces: Option<Vec<String>>,
+    /// Labels of the workspaces it applies to (a Kubernetes label selector).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub selector: Option<crate::pool::LabelSelector>,
+}
+
+impl Policy {
+    /// Whether the policy applies to the workspace `name` with `labels`.
+    pub fn selects(&self, name: &str, labels: &std::collections::BTreeMap<String, String>) -> bool {
+        crate::pool::selects(
+            self.spec.workspaces.as_deref(),
+            self.spec.selector.as_ref(),
+            name,
+            labels,
+        )
+    }
 }
 
 /// Webhook: events delivered to a URL, signed with HMAC-SHA256.
@@ -141,6 +178,9 @@ pub fn validate_policy(p: &Policy) -> Vec<crate::FieldError> {
                 e.message,
             ));
         }
+    }
+    if let Some(sel) = &p.spec.selector {
+        errs.extend(crate::pool::selector_errors("spec.selector", sel));
     }
     errs
 }

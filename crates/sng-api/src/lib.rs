@@ -6,6 +6,7 @@ pub mod agent;
 pub mod canonical;
 pub mod conditions;
 pub mod error;
+pub mod exception;
 pub mod governance;
 pub mod labels;
 pub mod meta;
@@ -25,6 +26,7 @@ pub mod wire;
 pub mod workspace;
 
 pub use error::{FieldError, ObjectError, ParseError};
+pub use exception::PolicyException;
 pub use governance::{Policy, Webhook, WebhookFormat};
 pub use meta::{LocalRef, ObjectMeta, CORE_VERSION, GROUP_VERSION};
 pub use object::{decode, decode_all, parse_documents, Kind, Object};

@@ -8,6 +8,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::error::{FieldError, ObjectError, ParseError};
+use crate::exception::PolicyException;
 use crate::governance::{Policy, Webhook};
 use crate::meta::{ObjectMeta, CORE_VERSION, GROUP_VERSION};
 use crate::provider::Provider;
@@ -33,11 +34,13 @@ pub enum Kind {
     Webhook,
     /// A tenant's pool of remote agents.
     AgentPool,
+    /// A mandatory policy waived on some workspaces until a date.
+    PolicyException,
 }
 
 impl Kind {
     /// Every kind.
-    pub const ALL: [Kind; 7] = [
+    pub const ALL: [Kind; 8] = [
         Kind::Workspace,
         Kind::Provider,
         Kind::Secret,
@@ -45,6 +48,7 @@ impl Kind {
         Kind::Policy,
         Kind::Webhook,
         Kind::AgentPool,
+        Kind::PolicyException,
     ];
 
     /// The kind from a user's word: case-insensitive, singular, plural or short name.
@@ -67,6 +71,7 @@ impl Kind {
             Kind::Policy => "Policy",
             Kind::Webhook => "Webhook",
             Kind::AgentPool => "AgentPool",
+            Kind::PolicyException => "PolicyException",
         }
     }
 
@@ -80,6 +85,7 @@ impl Kind {
             Kind::Policy => "policies",
             Kind::Webhook => "webhooks",
             Kind::AgentPool => "agentpools",
+            Kind::PolicyException => "policyexceptions",
         }
     }
 
@@ -93,6 +99,7 @@ impl Kind {
             Kind::Policy => &["pol"],
             Kind::Webhook => &["wh"],
             Kind::AgentPool => &["ap", "agentpool", "agent-pool", "agent-pools"],
+            Kind::PolicyException => &["polex", "policy-exception", "policy-exceptions"],
         }
     }
 
@@ -140,6 +147,8 @@ pub enum Object {
     Webhook(Webhook),
     /// An AgentPool.
     AgentPool(crate::pool::AgentPool),
+    /// A PolicyException.
+    PolicyException(PolicyException),
 }
 
 impl Object {
@@ -153,6 +162,7 @@ impl Object {
             Object::Policy(_) => Kind::Policy,
             Object::Webhook(_) => Kind::Webhook,
             Object::AgentPool(_) => Kind::AgentPool,
+            Object::PolicyException(_) => Kind::PolicyException,
         }
     }
 
@@ -166,6 +176,7 @@ impl Object {
             Object::Policy(o) => &o.metadata,
             Object::Webhook(o) => &o.metadata,
             Object::AgentPool(o) => &o.metadata,
+            Object::PolicyException(o) => &o.metadata,
         }
     }
 
@@ -179,6 +190,7 @@ impl Object {
             Object::Policy(o) => &mut o.metadata,
             Object::Webhook(o) => &mut o.metadata,
             Object::AgentPool(o) => &mut o.metadata,
+            Object::PolicyException(o) => &mut o.metadata,
         }
     }
 
@@ -197,6 +209,7 @@ impl Object {
             Object::Policy(o) => serde_json::to_value(&o.spec),
             Object::Webhook(o) => serde_json::to_value(&o.spec),
             Object::AgentPool(o) => serde_json::to_value(&o.spec),
+            Object::PolicyException(o) => serde_json::to_value(&o.spec),
             Object::Secret(o) => {
                 let mut s = o.clone();
                 s.normalize();
@@ -217,6 +230,14 @@ impl Object {
                 .status
                 .as_ref()
                 .map(|s| serde_json::to_value(s).expect("status serializes")),
+            Object::Policy(o) => o
+                .status
+                .as_ref()
+                .map(|s| serde_json::to_value(s).expect("status serializes")),
+            Object::PolicyException(o) => o
+                .status
+                .as_ref()
+                .map(|s| serde_json::to_value(s).expect("status serializes")),
             _ => None,
         }
     }
@@ -231,6 +252,7 @@ impl Object {
             Object::Policy(o) => serde_json::to_value(o),
             Object::Webhook(o) => serde_json::to_value(o),
             Object::AgentPool(o) => serde_json::to_value(o),
+            Object::PolicyException(o) => serde_json::to_value(o),
         }
         .expect("API types serialize")
     }
@@ -252,7 +274,9 @@ impl Object {
                 }
             }
             Object::Tenant(o) => o.status = None,
-            Object::Policy(_) | Object::Webhook(_) | Object::AgentPool(_) => {}
+            Object::Policy(o) => o.status = None,
+            Object::PolicyException(o) => o.status = None,
+            Object::Webhook(_) | Object::AgentPool(_) => {}
         }
     }
 
@@ -289,6 +313,9 @@ impl Object {
             Kind::Policy => Object::Policy(serde_json::from_value(doc).map_err(plain)?),
             Kind::Webhook => Object::Webhook(serde_json::from_value(doc).map_err(plain)?),
             Kind::AgentPool => Object::AgentPool(serde_json::from_value(doc).map_err(plain)?),
+            Kind::PolicyException => {
+                Object::PolicyException(serde_json::from_value(doc).map_err(plain)?)
+            }
         })
     }
 }
@@ -463,6 +490,7 @@ fn typed(kind: Kind, doc: Value) -> Result<Object, FieldError> {
         Kind::Policy => Object::Policy(typed_as(doc)?),
         Kind::Webhook => Object::Webhook(typed_as(doc)?),
         Kind::AgentPool => Object::AgentPool(typed_as(doc)?),
+        Kind::PolicyException => Object::PolicyException(typed_as(doc)?),
     })
 }
 
@@ -541,6 +569,7 @@ pub fn validate_object(obj: &Object) -> Vec<FieldError> {
         Object::Policy(o) => crate::governance::validate_policy(o),
         Object::Webhook(o) => crate::governance::validate_webhook(o),
         Object::AgentPool(o) => crate::pool::validate_pool(o),
+        Object::PolicyException(o) => crate::exception::validate_exception(o),
     }
 }
 

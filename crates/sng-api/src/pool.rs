@@ -104,14 +104,28 @@ impl AgentPool {
     /// Whether the pool runs `ws`.
     pub fn selects(&self, ws: &Workspace) -> bool {
         let s = &self.spec;
-        match (&s.workspaces, &s.selector) {
-            (None, None) => true,
-            (names, selector) => {
-                names.iter().flatten().any(|n| *n == ws.metadata.name)
-                    || selector
-                        .as_ref()
-                        .is_some_and(|sel| sel.matches(&ws.metadata.labels))
-            }
+        selects(
+            s.workspaces.as_deref(),
+            s.selector.as_ref(),
+            &ws.metadata.name,
+            &ws.metadata.labels,
+        )
+    }
+}
+
+/// Whether a workspace (`name`, `labels`) is selected by a list of names and/or a label
+/// selector: named, or its labels match; with neither given, every workspace is.
+pub fn selects(
+    names: Option<&[String]>,
+    selector: Option<&LabelSelector>,
+    name: &str,
+    labels: &BTreeMap<String, String>,
+) -> bool {
+    match (names, selector) {
+        (None, None) => true,
+        (names, selector) => {
+            names.into_iter().flatten().any(|n| n == name)
+                || selector.is_some_and(|sel| sel.matches(labels))
         }
     }
 }
@@ -135,25 +149,31 @@ pub fn validate_pool(p: &AgentPool) -> Vec<FieldError> {
             errs.push(FieldError::new(format!("spec.workspaces[{i}]"), e.message));
         }
     }
-    let Some(sel) = &p.spec.selector else {
-        return errs;
-    };
+    if let Some(sel) = &p.spec.selector {
+        errs.extend(selector_errors("spec.selector", sel));
+    }
+    errs
+}
+
+/// Every rule of a label selector at `path` (`spec.selector`).
+pub fn selector_errors(path: &str, sel: &LabelSelector) -> Vec<FieldError> {
+    let mut errs = Vec::new();
     for (k, v) in &sel.match_labels {
         if let Some(why) = key_error(k) {
             errs.push(FieldError::new(
-                format!("spec.selector.matchLabels[{k}]"),
+                format!("{path}.matchLabels[{k}]"),
                 format!("the key {why}"),
             ));
         }
         if let Some(why) = value_error(v) {
             errs.push(FieldError::new(
-                format!("spec.selector.matchLabels[{k}]"),
+                format!("{path}.matchLabels[{k}]"),
                 format!("the value {why}"),
             ));
         }
     }
     for (i, e) in sel.match_expressions.iter().enumerate() {
-        let at = format!("spec.selector.matchExpressions[{i}]");
+        let at = format!("{path}.matchExpressions[{i}]");
         if let Some(why) = key_error(&e.key) {
             errs.push(FieldError::new(format!("{at}.key"), why));
         }

@@ -109,6 +109,17 @@ pub struct TenantSpec {
     /// Limits of the tenant; absent = none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub quotas: Option<Quotas>,
+    /// How many days ahead a PolicyException's `expiresAt` may be (default 90).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_policy_exception_days: Option<u32>,
+}
+
+impl TenantSpec {
+    /// How many days ahead a PolicyException's `expiresAt` may be.
+    pub fn max_exception_days(&self) -> u32 {
+        self.max_policy_exception_days
+            .unwrap_or(crate::exception::DEFAULT_MAX_DAYS)
+    }
 }
 
 /// Quotas of a tenant. Exceeding one answers 429 `QuotaExceeded` (or holds runs back).

@@ -99,6 +99,9 @@ pub(crate) fn evaluate_with_limit(
                 enforcement: p.enforcement,
                 messages,
                 error,
+                result: None,
+                version: None,
+                exception: None,
             }
         })
         .collect()

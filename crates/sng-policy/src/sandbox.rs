@@ -100,6 +100,9 @@ impl Sandbox {
                     enforcement: p.enforcement,
                     messages,
                     error,
+                    result: None,
+                    version: None,
+                    exception: None,
                 }
             })
             .collect()

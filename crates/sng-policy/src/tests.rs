@@ -97,6 +97,9 @@ fn decision(enforcement: Enforcement, messages: &[&str], error: bool) -> Decisio
         enforcement,
         messages: messages.iter().map(|m| m.to_string()).collect(),
         error: error.then(|| "boom".to_string()),
+        result: None,
+        version: None,
+        exception: None,
     }
 }
 
@@ -474,6 +477,9 @@ fn decision_serde_is_camel_case() {
         enforcement: Enforcement::Mandatory,
         messages: vec!["m".into()],
         error: None,
+        result: None,
+        version: None,
+        exception: None,
     };
     let v = serde_json::to_value(&d).unwrap_or_default();
     assert_eq!(

@@ -333,6 +333,15 @@ impl Job<'_> {
                         decisions: decisions.clone(),
                     });
                     let verdict = crate::policy::verdict(&decisions);
+                    for d in &decisions {
+                        if let Some(e) = &d.exception {
+                            log.line(&format!(
+                                "sng: policy {} denied ({}), excepted by PolicyException {} (owner {}, expires {})",
+                                d.policy, d.messages.join("; "), e.name, e.owner, e.expires_at
+                            ))
+                            .await;
+                        }
+                    }
                     out.policies = decisions;
                     verdict
                 }

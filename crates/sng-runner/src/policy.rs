@@ -4,7 +4,8 @@
 //! evaluated, stops the run. The plan JSON never leaves the runner; the decisions do.
 
 use serde_json::{json, Value};
-use sng_api::agent::{PolicyCheck, PolicyDecision};
+use sng_api::agent::{PolicyCheck, PolicyDecision, PolicySource};
+use sng_api::governance::Enforcement;
 use sng_api::run::Operation;
 use sng_core::mask::Masker;
 
@@ -47,10 +48,44 @@ pub async fn evaluate(
                 rego: &p.rego,
             })
             .collect();
-        sandbox.evaluate(&policies, &input)
+        let decisions = sandbox.evaluate(&policies, &input);
+        finish(decisions, &check.policies, unix_now())
     })
     .await
     .map_err(|_| "the policy check failed (internal error)".to_string())
+}
+
+/// Seconds since the epoch, now.
+fn unix_now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64)
+}
+
+/// The decisions as recorded: each with its policy's version, a mandatory deny waived by an
+/// exception of its policy still valid at `now` (seconds since the epoch; the first to
+/// expire last is named), and what it decided.
+pub fn finish(
+    mut decisions: Vec<PolicyDecision>,
+    sources: &[PolicySource],
+    now: i64,
+) -> Vec<PolicyDecision> {
+    for d in &mut decisions {
+        let Some(source) = sources.iter().find(|s| s.name == d.policy) else {
+            continue;
+        };
+        d.version = source.version.clone();
+        if d.enforcement == Enforcement::Mandatory && d.error.is_none() && !d.messages.is_empty() {
+            d.exception = source
+                .exceptions
+                .iter()
+                .filter(|e| e.expires_unix > now)
+                .max_by_key(|e| e.expires_unix)
+                .cloned();
+        }
+        d.result = Some(d.outcome());
+    }
+    decisions
 }
 
 /// Whether the decisions let the run apply; the error names every blocking policy.
@@ -72,8 +107,7 @@ pub fn verdict(decisions: &[PolicyDecision]) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use sng_api::agent::{Approval, PolicyRun};
-    use sng_api::governance::Enforcement;
+    use sng_api::agent::{Approval, ExceptionGrant, PolicyResult, PolicyRun, PolicyVersion};
     use sng_api::run::Trigger;
 
     #[test]
@@ -119,6 +153,9 @@ mod tests {
             enforcement,
             messages: messages.iter().map(|m| m.to_string()).collect(),
             error: error.map(str::to_string),
+            result: None,
+            version: None,
+            exception: None,
         };
         use Enforcement::{Advisory, Mandatory};
         let table = [
@@ -136,6 +173,95 @@ mod tests {
         ];
         for (decisions, want) in table {
             assert_eq!(verdict(&decisions), want, "{decisions:?}");
+        }
+    }
+
+    #[test]
+    fn an_unexpired_exception_turns_a_mandatory_deny_into_an_excepted_decision() {
+        let grant = |name: &str, expires: i64| ExceptionGrant {
+            name: name.into(),
+            expires_at: format!("t{expires}"),
+            expires_unix: expires,
+            owner: "team".into(),
+            approved_by: "token:b".into(),
+        };
+        let source = |exceptions: Vec<ExceptionGrant>| PolicySource {
+            name: "p".into(),
+            enforcement: Enforcement::Mandatory,
+            rego: String::new(),
+            version: Some(PolicyVersion {
+                hash: Some("sha256:x".into()),
+                generation: Some(3),
+                author: Some("token:a".into()),
+                applied_at: Some("t".into()),
+            }),
+            exceptions,
+        };
+        let d = |enforcement, messages: &[&str], error: Option<&str>| PolicyDecision {
+            policy: "p".into(),
+            enforcement,
+            messages: messages.iter().map(|m| m.to_string()).collect(),
+            error: error.map(str::to_string),
+            result: None,
+            version: None,
+            exception: None,
+        };
+        use Enforcement::{Advisory, Mandatory};
+        use PolicyResult::{Allowed, Denied, Excepted, Failed};
+        let (now, two) = (100, vec![grant("old", 150), grant("new", 200)]);
+        // (decision, exceptions, result, exception named, blocks)
+        let table = [
+            (
+                d(Mandatory, &["no"], None),
+                two.clone(),
+                Excepted,
+                Some("new"),
+                false,
+            ),
+            (
+                d(Mandatory, &["no"], None),
+                vec![grant("gone", 100)],
+                Denied,
+                None,
+                true,
+            ),
+            (
+                d(Mandatory, &["no"], None),
+                vec![grant("gone", 99)],
+                Denied,
+                None,
+                true,
+            ),
+            (
+                d(Mandatory, &["no"], None),
+                vec![grant("ok", 101)],
+                Excepted,
+                Some("ok"),
+                false,
+            ),
+            (d(Mandatory, &["no"], None), vec![], Denied, None, true),
+            (
+                d(Mandatory, &[], Some("bad")),
+                two.clone(),
+                Failed,
+                None,
+                true,
+            ),
+            (d(Mandatory, &[], None), two.clone(), Allowed, None, false),
+            (d(Advisory, &["no"], None), two.clone(), Denied, None, false),
+        ];
+        for (i, (decision, grants, result, named, blocks)) in table.into_iter().enumerate() {
+            let out = finish(vec![decision], &[source(grants)], now);
+            let got = &out[0];
+            assert_eq!(got.result, Some(result), "row {i}");
+            assert_eq!(
+                got.exception.as_ref().map(|e| e.name.as_str()),
+                named,
+                "row {i}"
+            );
+            assert_eq!(got.blocks(), blocks, "row {i}");
+            assert_eq!(verdict(&out).is_err(), blocks, "row {i}");
+            assert_eq!(got.version.as_ref().and_then(|v| v.generation), Some(3));
         }
     }
 }

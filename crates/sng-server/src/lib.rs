@@ -375,6 +375,11 @@ pub async fn run(mut config: Config) -> Result<(), ServerError> {
         delivery::DeliveryConfig::from_env(),
         stop.clone(),
     ));
+    // Notices of policy exceptions before and at their expiry.
+    let notices = tokio::spawn(service::exceptions::notice_loop(
+        store.clone(),
+        stop.clone(),
+    ));
     let url_path = config.data_dir.join("server.url");
     std::fs::write(&url_path, format!("{url}\n")).map_err(io_err(&url_path))?;
     tracing::info!(%url, data_dir = %config.data_dir.display(), "sng server listening");
@@ -429,6 +434,7 @@ pub async fn run(mut config: Config) -> Result<(), ServerError> {
     }
     let _ = delivery.await;
     let _ = watch.await;
+    let _ = notices.await;
     shutdown.close();
     if let Some(s) = engine_server {
         let _ = s.await;

@@ -1,8 +1,15 @@
 //! Objects: their rows and how a row decodes; apply (create or update) with generation and
 //! resourceVersion, delete, status. Reading them (one, a listing, a page, counts) is in `read`.
 
+mod governance;
+mod previous;
 mod read;
 pub(crate) use read::workspace_owner;
+
+pub use governance::{principal, spec_hash, ExceptionApproval};
+use previous::previous_values;
+#[cfg(test)]
+pub use previous::PREVIOUS_VALUES_KEPT;
 
 use crate::db::{params, Exec, ExecExt as _};
 use serde_json::Value;
@@ -41,45 +48,6 @@ pub(crate) fn next_revision(tx: &dyn Exec) -> Result<i64> {
         params![],
         |r| r.get(0),
     )
-}
-
-/// How many replaced values of each key of a Secret are kept (sealed), to be masked.
-pub const PREVIOUS_VALUES_KEPT: usize = 5;
-
-/// The previous values of a Secret after its `stored` spec is replaced: the kept ones, plus
-/// each value of `stored` (newest first, at most [`PREVIOUS_VALUES_KEPT`] per key).
-fn previous_values(
-    tx: &dyn Exec,
-    keys: &mut Keyring<'_>,
-    tenant: &str,
-    name: &str,
-    row: &Row,
-    stored: &Value,
-) -> Result<Value> {
-    let sealed: Option<Vec<u8>> = tx.query_row(
-        "SELECT previous FROM objects WHERE tenant = ?1 AND kind = 'Secret' AND name = ?2",
-        params![tenant, name],
-        |r| r.get(0),
-    )?;
-    let mut kept = match (sealed, row.key_version) {
-        (Some(s), Some(v)) => keys.open_previous(tenant, name, &row.uid, v, &s)?,
-        _ => Value::Object(Default::default()),
-    };
-    let Some(map) = kept.as_object_mut() else {
-        return Ok(Value::Object(Default::default()));
-    };
-    for (key, value) in stored["data"].as_object().into_iter().flatten() {
-        let list = map
-            .entry(key.clone())
-            .or_insert_with(|| Value::Array(vec![]));
-        let Some(items) = list.as_array_mut() else {
-            continue;
-        };
-        items.retain(|v| v != value);
-        items.insert(0, value.clone());
-        items.truncate(PREVIOUS_VALUES_KEPT);
-    }
-    Ok(kept)
 }
 
 pub(crate) struct Row {
@@ -312,6 +280,9 @@ impl Store {
             let labels = serde_json::to_string(&obj.meta().labels).expect("json");
             let annotations = serde_json::to_string(&obj.meta().annotations).expect("json");
             let mut superseded = None;
+            // The spec written (none: unchanged) and what it replaced: a governance kind's
+            // status records who wrote it.
+            let mut authored = None;
             let outcome = match get_row(&tx, kind, tenant, &name)? {
                 None => {
                     if obj.meta().resource_version.is_some() {
@@ -329,6 +300,7 @@ impl Store {
                          VALUES (?1, ?2, ?3, ?4, 1, ?5, ?6, ?7, ?8, ?9, NULL, ?10, ?11)",
                         params![sc, kind.as_str(), name, uid, rv, now_rfc3339(), labels, annotations, spec, sealed, key_version],
                     )?;
+                    authored = Some(None);
                     ApplyOutcome::Created
                 }
                 Some(row) => {
@@ -368,6 +340,9 @@ impl Store {
                              WHERE tenant = ?8 AND kind = ?9 AND name = ?10",
                             params![i64::from(spec_changed), rv, labels, annotations, spec, sealed, key_version, sc, kind.as_str(), name],
                         )?;
+                        if spec_changed && governance::tracks(kind) {
+                            authored = Some(Some((stored_spec, row.status.clone())));
+                        }
                         if kind == Kind::Workspace && spec_changed {
                             // The new spec wins over the plan awaiting approval, in this transaction.
                             let status = row_status(&row, &name)?;
@@ -379,6 +354,9 @@ impl Store {
                     }
                 }
             };
+            if let (Some(old), Some(by)) = (authored, by.filter(|_| !dry_run)) {
+                governance::authored(&tx, kind, sc, &name, old, &spec_value, by)?;
+            }
             let row = get_row(&tx, kind, tenant, &name)?
                 .ok_or_else(|| StoreError::not_found(kind.as_str(), &name))?;
             if let Some(by) = by.filter(|_| !dry_run && outcome != ApplyOutcome::Unchanged) {

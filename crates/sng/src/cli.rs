@@ -104,7 +104,8 @@ pub enum Command {
     Token(tokens::TokenCommand),
     /// Wait until an object meets a condition, e.g. `--for condition=Ready`.
     Wait(objects::WaitArgs),
-    /// Approve the plan awaiting approval (`status.lastPlan.id`) of a workspace.
+    /// Approve the plan awaiting approval (`status.lastPlan.id`) of a workspace, or a policy
+    /// exception (`sng approve policyexception NAME`; not by its author).
     Approve(workspace::ApproveArgs),
     /// Plan the Workspace(s) of a manifest as they would be after apply, against the real state,
     /// without storing anything or taking the lock. Exit 0: no changes, 2: changes, 1: error.

@@ -198,18 +198,18 @@ fn row(kind: Kind, v: &Value, wide: bool, now: DateTime<Utc>) -> Vec<String> {
             r
         }
         Kind::Policy => {
-            let scope = v
-                .pointer("/spec/workspaces")
-                .and_then(Value::as_array)
-                .map(|w| {
-                    w.iter()
-                        .filter_map(Value::as_str)
-                        .collect::<Vec<_>>()
-                        .join(",")
-                })
-                .unwrap_or_else(|| "*".into());
-            vec![name, s(str_at(v, &["spec", "enforcement"])), scope, age]
+            let mut r = vec![name, s(str_at(v, &["spec", "enforcement"])), scope(v), age];
+            if wide {
+                let hash: String = s(str_at(v, &["status", "hash"])).chars().take(19).collect();
+                r.extend([
+                    cell(v, "/metadata/generation"),
+                    hash,
+                    cell(v, "/status/appliedBy"),
+                ]);
+            }
+            r
         }
+        Kind::PolicyException => exception_row(v, name, age, wide, now),
         Kind::Webhook => {
             let events = v
                 .pointer("/spec/events")
@@ -218,26 +218,82 @@ fn row(kind: Kind, v: &Value, wide: bool, now: DateTime<Utc>) -> Vec<String> {
                 .unwrap_or_else(|| "all".into());
             vec![name, s(str_at(v, &["spec", "url"])), events, age]
         }
-        Kind::AgentPool => {
-            let names = v
-                .pointer("/spec/workspaces")
-                .and_then(Value::as_array)
-                .map(|w| {
-                    w.iter()
-                        .filter_map(Value::as_str)
-                        .collect::<Vec<_>>()
-                        .join(",")
-                });
-            let selector = v.pointer("/spec/selector").map(|s| s.to_string());
-            let scope = match (names, selector) {
-                (None, None) => "*".to_string(),
-                (Some(n), None) => n,
-                (None, Some(s)) => s,
-                (Some(n), Some(s)) => format!("{n} + {s}"),
-            };
-            vec![name, scope, age]
-        }
+        Kind::AgentPool => vec![name, scope(v), age],
     }
+}
+
+/// The workspaces an object selects: names, a selector, both; `*` for every one.
+fn scope(v: &Value) -> String {
+    let names = v
+        .pointer("/spec/workspaces")
+        .and_then(Value::as_array)
+        .map(|w| {
+            w.iter()
+                .filter_map(Value::as_str)
+                .collect::<Vec<_>>()
+                .join(",")
+        });
+    let selector = v.pointer("/spec/selector").map(|s| s.to_string());
+    match (names, selector) {
+        (None, None) => "*".to_string(),
+        (Some(n), None) => n,
+        (None, Some(s)) => s,
+        (Some(n), Some(s)) => format!("{n} + {s}"),
+    }
+}
+
+/// A PolicyException: its policy, owner, state, age, time left, renewals, and `owner review`
+/// when it looks permanent (renewed more than twice).
+fn exception_row(
+    v: &Value,
+    name: String,
+    age: String,
+    wide: bool,
+    now: DateTime<Utc>,
+) -> Vec<String> {
+    let Ok(e) = serde_json::from_value::<sng_api::PolicyException>(v.clone()) else {
+        return vec![
+            name,
+            "-".into(),
+            "-".into(),
+            "-".into(),
+            age,
+            "-".into(),
+            "-".into(),
+            "-".into(),
+        ]
+        .into_iter()
+        .chain(wide.then(|| vec!["-".to_string(); 3]).into_iter().flatten())
+        .collect();
+    };
+    let status = e.status();
+    let left = e
+        .expires()
+        .map(|t| sng_api::exception::time_left((t - now).num_seconds()))
+        .unwrap_or_else(|| "-".into());
+    let review = if e.needs_review() {
+        "owner review"
+    } else {
+        "-"
+    };
+    let mut r = vec![
+        name,
+        e.spec.policy.clone(),
+        e.spec.owner.clone(),
+        e.state(now).as_str().to_string(),
+        age,
+        left,
+        status.renewals.to_string(),
+        review.to_string(),
+    ];
+    if wide {
+        r.extend([
+            scope(v),
+            status.approved_by.unwrap_or_else(|| "-".into()),
+            status.author.unwrap_or_else(|| "-".into()),
+        ]);
+    }
+    r
 }
 
 fn header(kind: Kind, wide: bool) -> Vec<&'static str> {
@@ -249,9 +305,25 @@ fn header(kind: Kind, wide: bool) -> Vec<&'static str> {
         Kind::Provider => (&["NAME", "SOURCE", "VERSION", "AGE"], &["ALIAS"]),
         Kind::Secret => (&["NAME", "TYPE", "DATA", "AGE"], &[]),
         Kind::Tenant => (&["NAME", "PRODUCTION", "FROZEN", "AGE"], &["DISPLAY NAME"]),
-        Kind::Policy => (&["NAME", "ENFORCEMENT", "WORKSPACES", "AGE"], &[]),
+        Kind::Policy => (
+            &["NAME", "ENFORCEMENT", "WORKSPACES", "AGE"],
+            &["GENERATION", "HASH", "APPLIED BY"],
+        ),
         Kind::Webhook => (&["NAME", "URL", "EVENTS", "AGE"], &[]),
         Kind::AgentPool => (&["NAME", "WORKSPACES", "AGE"], &[]),
+        Kind::PolicyException => (
+            &[
+                "NAME",
+                "POLICY",
+                "OWNER",
+                "STATE",
+                "AGE",
+                "TIME LEFT",
+                "RENEWALS",
+                "REVIEW",
+            ],
+            &["WORKSPACES", "APPROVED BY", "AUTHOR"],
+        ),
     };
     let mut h = base.to_vec();
     if wide {

@@ -100,6 +100,7 @@ pub fn schema_of(kind: Kind) -> Value {
         Kind::Policy => schemars::schema_for!(crate::governance::Policy),
         Kind::AgentPool => schemars::schema_for!(crate::pool::AgentPool),
         Kind::Webhook => schemars::schema_for!(crate::governance::Webhook),
+        Kind::PolicyException => schemars::schema_for!(crate::exception::PolicyException),
     };
     let mut value = serde_json::to_value(schema).expect("schema serializes");
     if let Some(props) = value.get_mut("properties").and_then(Value::as_object_mut) {

@@ -56,3 +56,5 @@ pub const BASE64: &str =
     r"^([A-Za-z0-9+/]{4})*([A-Za-z0-9+/][AQgw]==|[A-Za-z0-9+/]{2}[AEIMQUYcgkosw048]=)?$";
 /// Some non-space character (`spec.rego`).
 pub const NOT_BLANK: &str = r"\S";
+/// An RFC 3339 time (`2030-01-31T00:00:00Z`, `2030-01-31T01:00:00.5+01:00`).
+pub const RFC3339: &str = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt ][0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]+)?([Zz]|[+-][0-9]{2}:[0-9]{2})$";

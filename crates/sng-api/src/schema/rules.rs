@@ -22,6 +22,7 @@ pub(super) fn add(kind: Kind, s: &mut Value) {
         Kind::Policy => policy(s),
         Kind::Webhook => webhook(s),
         Kind::AgentPool => pool(s),
+        Kind::PolicyException => exception(s),
     }
 }
 
@@ -273,6 +274,11 @@ fn tenant(s: &mut Value) {
     }
     merge(
         s,
+        &def("TenantSpec", "maxPolicyExceptionDays"),
+        json!({"minimum": 1, "maximum": 3650}),
+    );
+    merge(
+        s,
         &def("TenantSpec", "displayName"),
         json!({"maxLength": 256}),
     );
@@ -285,6 +291,35 @@ fn policy(s: &mut Value) {
         &def("PolicySpec", "workspaces"),
         json!({"items": name_item()}),
     );
+    label_selector(s);
+}
+
+fn exception(s: &mut Value) {
+    merge(s, &def("PolicyExceptionSpec", "policy"), name_rule(false));
+    merge(
+        s,
+        &def("PolicyExceptionSpec", "workspaces"),
+        json!({"items": name_item()}),
+    );
+    for field in ["reason", "owner"] {
+        merge(
+            s,
+            &def("PolicyExceptionSpec", field),
+            json!({"pattern": NOT_BLANK}),
+        );
+    }
+    merge(
+        s,
+        &def("PolicyExceptionSpec", "expiresAt"),
+        json!({"pattern": RFC3339}),
+    );
+    let named = json!({"required": ["workspaces"], "properties": {"workspaces": {"type": "array", "minItems": 1}}});
+    merge(
+        s,
+        &def("PolicyExceptionSpec", ""),
+        json!({"anyOf": [named, given("selector")]}),
+    );
+    label_selector(s);
 }
 
 fn name_item() -> Value {
@@ -326,6 +361,11 @@ fn pool(s: &mut Value) {
         &def("AgentPoolSpec", "workspaces"),
         json!({"items": name_item()}),
     );
+    label_selector(s);
+}
+
+/// The rules of the `LabelSelector` definition.
+fn label_selector(s: &mut Value) {
     merge(
         s,
         &def("LabelSelector", "matchLabels"),

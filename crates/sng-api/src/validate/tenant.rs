@@ -21,6 +21,12 @@ pub fn validate_tenant(t: &Tenant) -> Vec<FieldError> {
             }
         }
     }
+    if matches!(t.spec.max_policy_exception_days, Some(0 | 3651..)) {
+        e.add(
+            "spec.maxPolicyExceptionDays",
+            "must be between 1 and 3650; omit it for 90",
+        );
+    }
     if let Some(d) = &t.spec.display_name {
         if d.chars().count() > 256 {
             e.add("spec.displayName", "must have at most 256 characters");

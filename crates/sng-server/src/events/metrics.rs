@@ -57,6 +57,19 @@ pub fn render_metrics(store: &Store, extra: &str, max_tenants: Option<usize>) ->
         }
     }
     unaccounted(store, max_tenants, &mut out);
+    let expiring = crate::service::exceptions::expiring(store, chrono::Utc::now());
+    let samples: Vec<([(&str, &str); 2], f64)> = expiring
+        .iter()
+        .map(|(t, w, n)| ([("tenant", t.as_str()), ("within", *w)], *n as f64))
+        .collect();
+    let samples: Vec<(&[(&str, &str)], f64)> = samples.iter().map(|(l, n)| (&l[..], *n)).collect();
+    write_metric(
+        &mut out,
+        "sng_policy_exceptions_expiring",
+        "gauge",
+        "Approved policy exceptions of each tenant that expire within 7 days (within=\"7d\") and within 1 day (within=\"1d\").",
+        &samples,
+    );
     out.push_str(extra);
     if !out.ends_with('\n') {
         out.push('\n');

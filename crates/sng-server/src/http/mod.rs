@@ -158,6 +158,10 @@ fn routes(state: AppState) -> Router {
             "/api/v1/tenants/{tenant}/unfreeze",
             post(freeze::unfreeze_tenant),
         )
+        .route(
+            "/api/v1/tenants/{tenant}/policyexceptions/{name}/approve",
+            post(workspaces::approve_exception),
+        )
         .fallback(|| async { ApiError::not_found("no such API path") })
         // A retry with the same `Idempotency-Key` gets the first answer; inside the guard: a
         // write refused by a freeze is not kept.

@@ -155,6 +155,7 @@ pub const OPERATIONS: &[Operation] = &[
     op("get", "/api/v1/tenants/{tenant}/audit/export", "The audit trail from `since` on, oldest first, chained by hash (`seq`, `prevHash`, `hash`)", Token, Body::None, List),
     op("post", "/api/v1/tenants/{tenant}/freeze", "Freeze the tenant (tenant admin) `{reason, until?}`: no run starts, every change answers 423 `Frozen`; reads work", Token, Body::Json, Object),
     op("post", "/api/v1/tenants/{tenant}/unfreeze", "Lift the tenant's freeze (tenant admin)", Token, Body::None, Object),
+    op("post", "/api/v1/tenants/{tenant}/policyexceptions/{name}/approve", "Approve a policy exception (not by its author)", Token, Body::None, Answer::Json),
 ];
 
 /// Routes served with methods OpenAPI has no field for: path, methods, what they do.
@@ -194,7 +195,7 @@ pub fn document() -> Value {
         "info": {
             "title": "sng API",
             "version": env!("CARGO_PKG_VERSION"),
-            "description": "The HTTP API of `sng server`: objects of a tenant (Workspace, Provider, Secret, Policy, Webhook, AgentPool), runs, events, tokens, the OpenTofu `http` state backend and the remote agents' protocol. Errors are a `Status` body.",
+            "description": "The HTTP API of `sng server`: objects of a tenant (Workspace, Provider, Secret, Policy, Webhook, AgentPool, PolicyException), runs, events, tokens, the OpenTofu `http` state backend and the remote agents' protocol. Errors are a `Status` body.",
             "license": {"name": "Apache-2.0", "identifier": "Apache-2.0"},
         },
         "paths": paths,
@@ -342,6 +343,7 @@ fn schemas() -> Map<String, Value> {
         Kind::Policy,
         Kind::Webhook,
         Kind::AgentPool,
+        Kind::PolicyException,
     ];
     for kind in kinds {
         add(kind.as_str(), sng_api::schema::schema_of(kind));

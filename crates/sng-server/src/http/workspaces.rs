@@ -155,3 +155,21 @@ pub(crate) async fn speculative_plan(
     let results = crate::service::plan::plan(&st.store, platform, &tenant, &req.items).await?;
     Ok(Json(json!({"items": results})))
 }
+
+/// `POST …/policyexceptions/{name}/approve`: approve a policy exception (an `admin`, not its
+/// author: 403).
+pub(crate) async fn approve_exception(
+    State(st): State<AppState>,
+    caller: Caller,
+    Path((tenant, name)): Path<(String, String)>,
+    params: Params,
+) -> Result<Json<Value>, ApiError> {
+    caller.scope(&tenant)?;
+    params.only(&[])?;
+    let who = caller.0;
+    let answer = service(&st, move |s, _| {
+        crate::service::exceptions::approve(s, &who, &tenant, &name)
+    })
+    .await?;
+    Ok(Json(answer))
+}

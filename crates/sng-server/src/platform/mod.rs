@@ -12,7 +12,7 @@ mod finalize;
 pub(crate) mod inputs;
 pub mod jobspec;
 pub mod memo;
-mod policy;
+pub(crate) mod policy;
 pub mod pools;
 mod prepare;
 mod record;

@@ -4,14 +4,16 @@
 //! as an event (`run.policy_checked`) and in the run's outcome (the run record).
 
 use serde_json::json;
-use sng_api::agent::{Approval, PolicyCheck, PolicyRun, PolicySource};
+use sng_api::agent::{
+    Approval, ExceptionGrant, PolicyCheck, PolicyRun, PolicySource, PolicyVersion,
+};
 use sng_api::run::Operation;
 use sng_api::workspace::Workspace;
-use sng_api::{Kind, Object, Policy};
+use sng_api::{Kind, Object, Policy, PolicyException};
 use sng_store::RunRecord;
 
-/// The policies of a tenant that select a workspace.
-pub fn selected(store: &sng_store::Store, tenant: &str, workspace: &str) -> Vec<Policy> {
+/// The policies of a tenant that select a workspace (by name or labels).
+pub fn selected(store: &sng_store::Store, tenant: &str, ws: &Workspace) -> Vec<Policy> {
     store
         .list(Kind::Policy, tenant)
         .unwrap_or_default()
@@ -20,11 +22,53 @@ pub fn selected(store: &sng_store::Store, tenant: &str, workspace: &str) -> Vec<
             Object::Policy(p) => Some(p),
             _ => None,
         })
-        .filter(|p| {
-            p.spec
-                .workspaces
-                .as_ref()
-                .is_none_or(|w| w.iter().any(|n| n == workspace))
+        .filter(|p| p.selects(&ws.metadata.name, &ws.metadata.labels))
+        .collect()
+}
+
+/// The exceptions of a tenant, every one.
+pub fn exceptions(store: &sng_store::Store, tenant: &str) -> Vec<PolicyException> {
+    store
+        .list(Kind::PolicyException, tenant)
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|o| match o {
+            Object::PolicyException(e) => Some(e),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The version of a policy, as its decisions record it.
+pub fn version(p: &Policy) -> PolicyVersion {
+    let status = p.status.clone().unwrap_or_default();
+    PolicyVersion {
+        hash: status.hash,
+        generation: p.metadata.generation,
+        author: status.applied_by,
+        applied_at: status.applied_at,
+    }
+}
+
+/// The exceptions that waive `policy` on `ws` at `now` (approved, unexpired, selecting it).
+pub fn grants(
+    exceptions: &[PolicyException],
+    policy: &str,
+    ws: &Workspace,
+    now: chrono::DateTime<chrono::Utc>,
+) -> Vec<ExceptionGrant> {
+    exceptions
+        .iter()
+        .filter(|e| e.covers(policy, &ws.metadata.name, &ws.metadata.labels, now))
+        .filter_map(|e| {
+            let status = e.status();
+            Some(ExceptionGrant {
+                name: e.metadata.name.clone(),
+                expires_at: e.spec.expires_at.clone(),
+                expires_unix: e.expires()?.timestamp(),
+                owner: e.spec.owner.clone(),
+                approved_by: status.approved_by?,
+            })
         })
         .collect()
 }
@@ -37,14 +81,18 @@ pub fn check(
     operation: Operation,
     record: &RunRecord,
 ) -> PolicyCheck {
-    let policies = selected(store, tenant, &ws.metadata.name);
+    let policies = selected(store, tenant, ws);
     if policies.is_empty() {
         return PolicyCheck::default();
     }
+    let exceptions = exceptions(store, tenant);
+    let now = chrono::Utc::now();
     PolicyCheck {
         policies: policies
             .into_iter()
             .map(|p| PolicySource {
+                version: Some(version(&p)),
+                exceptions: grants(&exceptions, &p.metadata.name, ws, now),
                 name: p.metadata.name,
                 enforcement: p.spec.enforcement,
                 rego: p.spec.rego,

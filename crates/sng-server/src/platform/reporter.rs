@@ -296,6 +296,9 @@ mod tests {
             enforcement: Enforcement::Advisory,
             messages: vec!["m".into()],
             error: None,
+            result: None,
+            version: None,
+            exception: None,
         };
         reporter.event(JobEvent::PolicyDecisions {
             decisions: vec![decision],

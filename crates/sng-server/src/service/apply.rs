@@ -143,7 +143,13 @@ pub fn apply(
 ) -> Result<ApplyAnswer, ApiError> {
     refuse_read_back_secrets(&req.items)?;
     let objects = sng_api::decode_all(&req.items).map_err(|errs| ApiError::invalid(&errs))?;
-    let rego = rego_errors(&objects, platform);
+    let mut rego = rego_errors(&objects, platform);
+    rego.extend(crate::service::exceptions::expiry_errors(
+        s,
+        tenant,
+        &objects,
+        chrono::Utc::now(),
+    ));
     if !rego.is_empty() {
         return Err(ApiError::invalid(&rego));
     }

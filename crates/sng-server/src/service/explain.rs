@@ -356,7 +356,7 @@ fn failed_step(
         },
         Reason::PolicyDenied => (
             format!("{}{retry}", c.message),
-            Some("change the module or inputs so the plan complies, or the Policy (sng kind get policies)".into()),
+            Some("change the module or inputs so the plan complies, or the Policy (sng kind get policies), or ask for a time-bounded PolicyException (sng kind get policyexceptions)".into()),
         ),
         _ => (format!("{}{retry}", c.message), st.last_run_job.as_ref().map(|r| format!("sng logs {r}"))),
     };

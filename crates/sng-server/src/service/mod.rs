@@ -9,6 +9,7 @@ pub mod approve;
 pub mod blast;
 pub mod confirm;
 pub mod delete;
+pub mod exceptions;
 pub mod explain;
 pub mod freeze;
 pub mod plan;

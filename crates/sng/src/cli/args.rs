@@ -60,7 +60,7 @@ impl ObjectRef {
 pub fn parse_kind(word: &str) -> Result<Kind, CliError> {
     Kind::parse(word).ok_or_else(|| {
         CliError::Usage(format!(
-            "unknown kind `{word}`\nhint: one of workspace, provider, secret, tenant, policy, webhook, agentpool (singular, plural or short name)"
+            "unknown kind `{word}`\nhint: one of workspace, provider, secret, tenant, policy, webhook, agentpool, policyexception (singular, plural or short name)"
         ))
     })
 }
@@ -177,7 +177,7 @@ mod tests {
             assert_eq!(
                 err,
                 CliError::Usage(format!(
-                    "unknown kind `{word}`\nhint: one of workspace, provider, secret, tenant, policy, webhook, agentpool (singular, plural or short name)"
+                    "unknown kind `{word}`\nhint: one of workspace, provider, secret, tenant, policy, webhook, agentpool, policyexception (singular, plural or short name)"
                 )),
                 "{word:?}"
             );
@@ -214,7 +214,8 @@ mod tests {
             ("refresh", ErrorKind::MissingRequiredArgument),
             ("refresh ws", ErrorKind::MissingRequiredArgument),
             ("refresh ws pet extra", ErrorKind::UnknownArgument),
-            ("approve ws pet", ErrorKind::MissingRequiredArgument),
+            // `approve ws pet` parses (a policy exception takes no plan id): `approve` says
+            // it misses the plan id itself, as a usage error (exit 2).
             ("wait ws pet", ErrorKind::MissingRequiredArgument),
             ("kind delete ws", ErrorKind::MissingRequiredArgument),
             ("refresh --tenant", ErrorKind::InvalidValue),
@@ -240,7 +241,7 @@ mod tests {
         let usage = |path: &[&str]| command(path).render_usage().to_string();
         assert_eq!(
             usage(&["approve"]),
-            "Usage: sng approve [OPTIONS] <KIND> <NAME> <PLAN_ID>"
+            "Usage: sng approve [OPTIONS] <KIND> <NAME> [PLAN_ID]"
         );
         assert_eq!(
             usage(&["wait"]),

@@ -95,7 +95,8 @@ const EXAMPLES: &[(&str, &str)] = &[
     ),
     (
         "approve",
-        "sng approve workspace web $(sng kind get ws web -o json | jq -r .status.lastPlan.id)",
+        "sng approve workspace web $(sng kind get ws web -o json | jq -r .status.lastPlan.id)\n\
+         sng approve policyexception allow-destroy-net",
     ),
     ("plan", "sng plan -f ws.yaml\nsng plan -f examples/ -o json"),
     ("rollback", "sng rollback workspace web --to RUN_ID"),

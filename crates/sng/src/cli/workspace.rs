@@ -14,8 +14,9 @@ const WORKSPACES_ONLY: &str = "this command applies to workspaces only";
 pub struct ApproveArgs {
     #[command(flatten)]
     pub target: WorkspaceRef,
-    /// The plan id, as shown in `status.lastPlan.id`.
-    pub plan_id: String,
+    /// The plan id, as shown in `status.lastPlan.id` (a workspace's; a policy exception
+    /// takes none).
+    pub plan_id: Option<String>,
     /// The workspace name, re-typed: needed in a production tenant when the plan destroys anything.
     #[arg(long)]
     pub confirm: Option<String>,
@@ -30,12 +31,43 @@ pub struct RollbackArgs {
     pub to_run: String,
 }
 
-/// `sng approve KIND NAME PLAN_ID [--confirm NAME]`.
+/// `sng approve KIND NAME PLAN_ID [--confirm NAME]`, `sng approve policyexception NAME`.
 pub fn approve(g: &Global, args: ApproveArgs) -> Result<(), CliError> {
     let client = Client::new(g)?;
+    let target = args.target.resolve(g)?;
+    if target.kind == sng_api::Kind::PolicyException {
+        if args.plan_id.is_some() || args.confirm.is_some() {
+            return Err(CliError::Usage(
+                "a policy exception is approved by name alone: sng approve policyexception NAME"
+                    .into(),
+            ));
+        }
+        let (tenant, name) = (&target.tenant, &target.name);
+        let answer = client.post(
+            &format!("/tenants/{tenant}/policyexceptions/{name}/approve"),
+            &serde_json::json!({}),
+        )?;
+        let done = if answer["unchanged"] == true {
+            "approved already"
+        } else {
+            "approved"
+        };
+        println!(
+            "policyexception/{name} {done} by {} (expires {})",
+            answer["approvedBy"].as_str().unwrap_or("?"),
+            answer["expiresAt"].as_str().unwrap_or("?")
+        );
+        return Ok(());
+    }
     let target = args.target.workspace(g, WORKSPACES_ONLY)?;
+    let Some(plan_id) = &args.plan_id else {
+        return Err(CliError::Usage(
+            "the plan id is required: sng approve workspace NAME PLAN_ID (status.lastPlan.id)"
+                .into(),
+        ));
+    };
     let confirm = crate::cli::tenant::confirm_if_needed(&client, &target, args.confirm)?;
-    let (tenant, name, plan_id) = (&target.tenant, &target.name, &args.plan_id);
+    let (tenant, name) = (&target.tenant, &target.name);
     client.post_once(
         &format!("/tenants/{tenant}/workspaces/{name}/approve"),
         &serde_json::json!({"planId": plan_id, "confirm": confirm}),
