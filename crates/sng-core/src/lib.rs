@@ -10,6 +10,7 @@ pub mod jobs;
 pub mod lifecycle;
 pub mod mask;
 pub mod plan;
+pub mod priority;
 pub mod ports;
 pub mod redact;
 pub mod state;
