@@ -76,20 +76,26 @@ impl Store {
             )));
         }
         // The correlation id of the request that caused the run, when one did.
-        let (run, spec) = crate::correlation::adopt(&tx, run, spec)?;
+        let (mut run, spec) = crate::correlation::adopt(&tx, run, spec)?;
+        // Its class in the queue, as the caller decided it (else as its trigger says).
+        let trigger = run.trigger;
+        let priority = *run.priority.get_or_insert_with(|| {
+            sng_core::priority::priority(&sng_core::priority::Cause::of(trigger))
+        });
         put_run(&tx, &run)?;
         // The pool whose agents run it (none: the server's local agents).
         let pool = spec.get("pool").and_then(|p| p.as_str());
         tx.execute(
-            "INSERT INTO jobs (id, tenant, workspace, state, epoch, spec, enqueued_at, pool)
-             VALUES (?1, ?2, ?3, 'queued', 0, ?4, ?5, ?6)",
+            "INSERT INTO jobs (id, tenant, workspace, state, epoch, spec, enqueued_at, pool, priority)
+             VALUES (?1, ?2, ?3, 'queued', 0, ?4, ?5, ?6, ?7)",
             params![
                 run.id,
                 run.tenant,
                 run.workspace,
                 serde_json::to_string(&spec).expect("json"),
                 now_rfc3339(),
-                pool
+                pool,
+                priority.rank()
             ],
         )?;
         let job = job_where(&tx, "id = ?1", params![run.id])?.expect("just inserted");
@@ -100,7 +106,8 @@ impl Store {
     }
 
     /// Claim the next job for `agent`: from the tenant served least recently that has a queued
-    /// job and fewer leased jobs than its `spec.quotas.concurrentRuns`, its oldest job; only
+    /// job and fewer leased jobs than its `spec.quotas.concurrentRuns`, its first job by
+    /// priority, then the oldest ([`sng_core::priority::claim_order`]); only
     /// among `tenants` when given (an agent bound to some tenants). The lease runs `lease_ms`
     /// from `now_ms`; the epoch is raised.
     /// Only jobs of no pool: the server's local agents.
@@ -116,8 +123,8 @@ impl Store {
     }
 
     /// Claim the next job of `pool` of `tenant` for `agent` (a remote agent of that pool): its
-    /// oldest queued job, under the tenant's `concurrentRuns` quota, with a lease and a new
-    /// epoch as [`Store::job_claim`].
+    /// first queued job by priority, then the oldest, under the tenant's `concurrentRuns`
+    /// quota, with a lease and a new epoch as [`Store::job_claim`].
     pub fn job_claim_pool(
         &self,
         agent: &str,
@@ -460,7 +467,7 @@ fn claimable_sqlite(tx: &dyn Exec, scope: Scope<'_>) -> Result<Option<(String, S
     let id: String = tx.query_row(
         &format!(
             "SELECT j.id FROM jobs j WHERE j.tenant = ?3 AND j.state = 'queued' AND {clause}
-              ORDER BY j.seq LIMIT 1"
+              ORDER BY j.priority, j.seq LIMIT 1"
         ),
         params![a, b, tenant],
         |r| r.get(0),
@@ -475,10 +482,10 @@ const PG_QUOTA: &str =
                    9223372036854775807)";
 
 /// The next job to claim (id, tenant), PostgreSQL: in the same order as SQLite's (the tenant
-/// served least recently, then its oldest job), the job row locked with `FOR UPDATE SKIP
-/// LOCKED` (a job another process is claiming is passed over, never shared). The quota is
-/// checked again once the claims of that tenant are serialised (an advisory lock per tenant):
-/// two processes never lease past `concurrentRuns` together.
+/// served least recently, then its first job by priority, then the oldest), the job row locked
+/// with `FOR UPDATE SKIP LOCKED` (a job another process is claiming is passed over, never
+/// shared). The quota is checked again once the claims of that tenant are serialised (an
+/// advisory lock per tenant): two processes never lease past `concurrentRuns` together.
 fn claimable_pg(tx: &dyn Exec, scope: Scope<'_>) -> Result<Option<(String, String)>> {
     let (clause, a, b) = scope.clause("SELECT jsonb_array_elements_text(CAST(?1 AS TEXT)::jsonb)");
     let picked: Option<(String, String)> = tx.query_opt(
@@ -489,7 +496,7 @@ fn claimable_pg(tx: &dyn Exec, scope: Scope<'_>) -> Result<Option<(String, Strin
                 AND {clause}
                 AND (SELECT COUNT(*) FROM jobs l WHERE l.tenant = j.tenant AND l.state = 'leased')
                     < {PG_QUOTA}
-              ORDER BY COALESCE(t.served, 0), j.tenant, j.seq
+              ORDER BY COALESCE(t.served, 0), j.tenant, j.priority, j.seq
               LIMIT 1
               FOR UPDATE OF j SKIP LOCKED"
         ),

@@ -25,6 +25,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/sqlite/0013_delivery_leases.sql"),
     include_str!("../migrations/sqlite/0014_agents.sql"),
     include_str!("../migrations/sqlite/0015_module_tags.sql"),
+    include_str!("../migrations/sqlite/0016_job_priority.sql"),
 ];
 
 /// The PostgreSQL migrations, by name, in order. Never edit a released file: append.
@@ -44,6 +45,10 @@ const PG_MIGRATIONS: &[(&str, &str)] = &[
     (
         "0004_module_tags",
         include_str!("../migrations/postgres/0004_module_tags.sql"),
+    ),
+    (
+        "0005_job_priority",
+        include_str!("../migrations/postgres/0005_job_priority.sql"),
     ),
 ];
 
@@ -187,17 +192,18 @@ mod tests {
     /// The SQLite files are the released migrations, in order: a database migrates as before.
     #[test]
     fn sqlite_migrations_keep_their_order() {
-        assert_eq!(MIGRATIONS.len(), 15);
+        assert_eq!(MIGRATIONS.len(), 16);
         assert!(MIGRATIONS[0].contains("CREATE TABLE revision"));
         assert!(MIGRATIONS[10].contains("CREATE TABLE jobs"));
         assert!(MIGRATIONS[11].contains("CREATE TABLE run_logs"));
         assert!(MIGRATIONS[13].contains("CREATE TABLE agents"));
         assert!(MIGRATIONS[14].contains("CREATE TABLE module_tags"));
+        assert!(MIGRATIONS[15].contains("jobs_queued_priority"));
         let mut c = Connection::open_in_memory().unwrap();
         migrate(&mut c).unwrap();
         let v: i64 = c
             .pragma_query_value(None, "user_version", |r| r.get(0))
             .unwrap();
-        assert_eq!(v, 15);
+        assert_eq!(v, 16);
     }
 }
