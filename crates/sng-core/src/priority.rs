@@ -6,6 +6,7 @@
 //! alike, [`claim_order`] says how).
 
 use std::cmp::Ordering;
+use std::collections::{BTreeMap, BTreeSet};
 
 pub use sng_api::run::{Priority, Trigger};
 
@@ -60,6 +61,22 @@ pub fn priority(c: &Cause<'_>) -> Priority {
         Trigger::Retry => Priority::Retry,
         Trigger::Refresh => Priority::Periodic,
     }
+}
+
+/// The parts of the inputs that differ between `now` and `last` (each a part's hash, as a run
+/// records them in `inputs`), sorted. The module digest is compared only when both followed a
+/// tag (a pinned digest is in the spec).
+pub fn changed_parts(
+    now: &BTreeMap<String, String>,
+    last: &BTreeMap<String, String>,
+) -> Vec<String> {
+    let both_follow = now.contains_key("module") && last.contains_key("module");
+    let keys: BTreeSet<&String> = now.keys().chain(last.keys()).collect();
+    keys.into_iter()
+        .filter(|k| now.get(*k) != last.get(*k))
+        .filter(|k| *k != "module" || both_follow)
+        .cloned()
+        .collect()
 }
 
 /// The order of the claims among one tenant's queued jobs, each `(class, enqueue sequence)`:
@@ -131,6 +148,30 @@ mod tests {
                     changed: None
                 })
             );
+        }
+    }
+
+    #[test]
+    fn changed_parts_compare_part_by_part() {
+        let m = |kv: &[(&str, &str)]| -> BTreeMap<String, String> {
+            kv.iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect()
+        };
+        let last = m(&[("spec", "s1"), ("parents", "p1"), ("module", "d1")]);
+        // (now, changed)
+        let table: &[(&[(&str, &str)], &[&str])] = &[
+            (&[("spec", "s1"), ("parents", "p1"), ("module", "d1")], &[]),
+            (&[("spec", "s1"), ("parents", "p2"), ("module", "d1")], &["parents"]),
+            (&[("spec", "s1"), ("parents", "p1"), ("module", "d2")], &["module"]),
+            (&[("spec", "s2"), ("parents", "p2"), ("module", "d1")], &["parents", "spec"]),
+            // No longer following a tag: the digest is in the spec.
+            (&[("spec", "s2"), ("parents", "p1")], &["spec"]),
+            (&[("spec", "s1"), ("parents", "p1"), ("module", "d1"), ("secrets", "x")], &["secrets"]),
+            (&[("spec", "s1"), ("module", "d1")], &["parents"]),
+        ];
+        for (now, changed) in table {
+            assert_eq!(changed_parts(&m(now), &last), *changed, "{now:?}");
         }
     }
 

@@ -13,6 +13,7 @@ pub mod memo;
 mod policy;
 pub mod pools;
 mod prepare;
+pub(crate) mod priority;
 mod record;
 pub mod remote;
 pub mod reporter;

@@ -46,3 +46,4 @@ mod tenant_isolation;
 mod tenant_roles;
 mod webhooks;
 mod webhooks_standard;
+mod priority;
