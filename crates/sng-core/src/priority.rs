@@ -64,17 +64,18 @@ pub fn priority(c: &Cause<'_>) -> Priority {
 }
 
 /// The parts of the inputs that differ between `now` and `last` (each a part's hash, as a run
-/// records them in `inputs`), sorted. The module digest is compared only when both followed a
-/// tag (a pinned digest is in the spec).
+/// records them in `inputs`), sorted. The module digest counts only while the workspace follows
+/// a tag (`now` has it; a pinned digest is in the spec): a digest known now and not then (the
+/// last run could not resolve the tag) moved.
 pub fn changed_parts(
     now: &BTreeMap<String, String>,
     last: &BTreeMap<String, String>,
 ) -> Vec<String> {
-    let both_follow = now.contains_key("module") && last.contains_key("module");
+    let follows = now.contains_key("module");
     let keys: BTreeSet<&String> = now.keys().chain(last.keys()).collect();
     keys.into_iter()
         .filter(|k| now.get(*k) != last.get(*k))
-        .filter(|k| *k != "module" || both_follow)
+        .filter(|k| *k != "module" || follows)
         .cloned()
         .collect()
 }
@@ -169,6 +170,15 @@ mod tests {
             (&[("spec", "s2"), ("parents", "p1")], &["spec"]),
             (&[("spec", "s1"), ("parents", "p1"), ("module", "d1"), ("secrets", "x")], &["secrets"]),
             (&[("spec", "s1"), ("module", "d1")], &["parents"]),
+        ];
+        for (now, changed) in table {
+            assert_eq!(changed_parts(&m(now), &last), *changed, "{now:?}");
+        }
+        // The last run could not resolve the tag (a registry down): the digest known now moved.
+        let last = m(&[("spec", "s1"), ("parents", "p1")]);
+        let table: &[(&[(&str, &str)], &[&str])] = &[
+            (&[("spec", "s1"), ("parents", "p1"), ("module", "d1")], &["module"]),
+            (&[("spec", "s1"), ("parents", "p1")], &[]),
         ];
         for (now, changed) in table {
             assert_eq!(changed_parts(&m(now), &last), *changed, "{now:?}");

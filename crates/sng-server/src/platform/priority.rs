@@ -1,6 +1,6 @@
 //! The class of a run in the queue, read when the reconciler enqueues it: whether a person
 //! asked for it (their request in the audit trail since the previous run), and for a change of
-//! inputs which parts moved since the last successful run. The decision is
+//! inputs which parts moved since the last attempt (else the last success). The decision is
 //! [`sng_core::priority::priority`].
 
 use sng_api::run::{Priority, Trigger};
@@ -32,7 +32,14 @@ pub fn of(
             if let Some(digest) = super::tags::followed_digest(view.tags, ws) {
                 now.insert("module".into(), digest);
             }
-            let last = store.last_succeeded_run(tenant, name).ok().flatten()?;
+            // What moved since the last attempt (the last run that ended having read its
+            // inputs), else since the last success.
+            let last = store
+                .last_ended_run(tenant, name)
+                .ok()
+                .flatten()
+                .filter(|r| !r.inputs.is_empty())
+                .or_else(|| store.last_succeeded_run(tenant, name).ok().flatten())?;
             (!last.inputs.is_empty()).then(|| changed_parts(&now, &last.inputs))
         })
         .flatten();
