@@ -421,7 +421,10 @@ fn backoff_grows_with_full_jitter_and_a_cap() {
     assert!(backoff(5, 0.5) < backoff(5, 1.0) && backoff(5, 0.5) > BACKOFF_BASE);
     for n in 1..30 {
         let (low, high) = retry_window(n);
-        assert!(low == BACKOFF_BASE && high > low && high <= BACKOFF_CAP, "{n}");
+        assert!(
+            low == BACKOFF_BASE && high > low && high <= BACKOFF_CAP,
+            "{n}"
+        );
     }
 }
 
@@ -446,7 +449,10 @@ fn retries_of_workspaces_failing_together_spread_over_the_window() {
         // The earliest and latest within 5% of the window's ends (whole seconds: the last one
         // is reached by a jitter of 1 only), the median near its middle.
         assert!(((sorted[0] - low) as f64) <= width * 0.05, "{sorted:?}");
-        assert!(((high - 1 - sorted[499]) as f64) <= width * 0.05, "{sorted:?}");
+        assert!(
+            ((high - 1 - sorted[499]) as f64) <= width * 0.05,
+            "{sorted:?}"
+        );
         let mid = (sorted[250] - low) as f64 / width;
         assert!((0.4..0.6).contains(&mid), "median at {mid} of the window");
         // No second of the window takes more than 3 times its even share.

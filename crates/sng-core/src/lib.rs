@@ -10,7 +10,7 @@ pub mod jobs;
 pub mod lifecycle;
 pub mod mask;
 pub mod plan;
-pub mod priority;
 pub mod ports;
+pub mod priority;
 pub mod redact;
 pub mod state;

@@ -96,6 +96,11 @@ pub fn next_to_claim(queued: &[(Priority, i64)]) -> Option<usize> {
 mod tests {
     use super::*;
 
+    /// Rows of a table: (the inputs' parts now, the parts changed).
+    type PartsRow<'a> = (&'a [(&'a str, &'a str)], &'a [&'a str]);
+    /// Rows of a table: (queued jobs as (class, sequence), the claim order by sequence).
+    type ClaimRow<'a> = (&'a [(Priority, i64)], &'a [i64]);
+
     fn parts(p: &[&str]) -> Vec<String> {
         p.iter().map(|s| s.to_string()).collect()
     }
@@ -161,14 +166,31 @@ mod tests {
         };
         let last = m(&[("spec", "s1"), ("parents", "p1"), ("module", "d1")]);
         // (now, changed)
-        let table: &[(&[(&str, &str)], &[&str])] = &[
+        let table: &[PartsRow] = &[
             (&[("spec", "s1"), ("parents", "p1"), ("module", "d1")], &[]),
-            (&[("spec", "s1"), ("parents", "p2"), ("module", "d1")], &["parents"]),
-            (&[("spec", "s1"), ("parents", "p1"), ("module", "d2")], &["module"]),
-            (&[("spec", "s2"), ("parents", "p2"), ("module", "d1")], &["parents", "spec"]),
+            (
+                &[("spec", "s1"), ("parents", "p2"), ("module", "d1")],
+                &["parents"],
+            ),
+            (
+                &[("spec", "s1"), ("parents", "p1"), ("module", "d2")],
+                &["module"],
+            ),
+            (
+                &[("spec", "s2"), ("parents", "p2"), ("module", "d1")],
+                &["parents", "spec"],
+            ),
             // No longer following a tag: the digest is in the spec.
             (&[("spec", "s2"), ("parents", "p1")], &["spec"]),
-            (&[("spec", "s1"), ("parents", "p1"), ("module", "d1"), ("secrets", "x")], &["secrets"]),
+            (
+                &[
+                    ("spec", "s1"),
+                    ("parents", "p1"),
+                    ("module", "d1"),
+                    ("secrets", "x"),
+                ],
+                &["secrets"],
+            ),
             (&[("spec", "s1"), ("module", "d1")], &["parents"]),
         ];
         for (now, changed) in table {
@@ -176,8 +198,11 @@ mod tests {
         }
         // The last run could not resolve the tag (a registry down): the digest known now moved.
         let last = m(&[("spec", "s1"), ("parents", "p1")]);
-        let table: &[(&[(&str, &str)], &[&str])] = &[
-            (&[("spec", "s1"), ("parents", "p1"), ("module", "d1")], &["module"]),
+        let table: &[PartsRow] = &[
+            (
+                &[("spec", "s1"), ("parents", "p1"), ("module", "d1")],
+                &["module"],
+            ),
             (&[("spec", "s1"), ("parents", "p1")], &[]),
         ];
         for (now, changed) in table {
@@ -189,12 +214,18 @@ mod tests {
     fn claims_go_by_class_then_oldest_first() {
         use Priority::*;
         // (queued jobs as (class, sequence), the order they are claimed in, by sequence)
-        let table: &[(&[(Priority, i64)], &[i64])] = &[
+        let table: &[ClaimRow] = &[
             (&[], &[]),
             (&[(Periodic, 1)], &[1]),
             (&[(Periodic, 1), (Retry, 2), (User, 3)], &[3, 2, 1]),
             (
-                &[(Retry, 1), (Retry, 2), (Dependency, 3), (User, 4), (Retry, 5)],
+                &[
+                    (Retry, 1),
+                    (Retry, 2),
+                    (Dependency, 3),
+                    (User, 4),
+                    (Retry, 5),
+                ],
                 &[4, 3, 1, 2, 5],
             ),
             (

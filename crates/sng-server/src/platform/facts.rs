@@ -180,16 +180,15 @@ fn inputs_of(
     (answer, reads)
 }
 
+/// The inputs hash and what stops a run (reason, message).
+type Answer = (String, Option<(Reason, String)>);
+
 /// [`inputs_of`], with the hash of each part of the inputs ([`inputs_digest`]) when gathered.
 fn inputs_and_parts(
     store: &Store,
     tenant: &str,
     ws: &Workspace,
-) -> (
-    (String, Option<(Reason, String)>),
-    Reads,
-    Option<BTreeMap<String, String>>,
-) {
+) -> (Answer, Reads, Option<BTreeMap<String, String>>) {
     let (gathered, reads) = gather_noting(store, tenant, ws);
     let (inputs, problem) = match gathered {
         Ok(i) => (Some(i), None),

@@ -221,7 +221,14 @@ impl Platform {
                     Action::Idle { .. } | Action::Block(_) => {}
                     Action::Run { operation, trigger } => {
                         let priority = priority::of(&self.store, &tenant, ws, trigger, &view);
-                        match enqueue_with(&self.store, &tenant, ws, operation, trigger, Some(priority)) {
+                        match enqueue_with(
+                            &self.store,
+                            &tenant,
+                            ws,
+                            operation,
+                            trigger,
+                            Some(priority),
+                        ) {
                             Ok(Some(job)) => due.push(job.id),
                             Ok(None) => {}
                             Err(e) => {

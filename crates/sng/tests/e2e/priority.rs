@@ -50,9 +50,7 @@ fn queue_depth_is(server: &Server, n: usize) {
 }
 
 fn at<'a>(r: &'a Value, key: &str) -> &'a str {
-    r[key]
-        .as_str()
-        .unwrap_or_else(|| panic!("{key} of {r}"))
+    r[key].as_str().unwrap_or_else(|| panic!("{key} of {r}"))
 }
 
 #[test]
@@ -78,7 +76,12 @@ fn a_users_apply_goes_before_queued_retries_and_periodic_refreshes() {
     assert_eq!(failed["priority"], "user", "{failed}");
 
     // The only slot is taken until the test releases it.
-    server.apply(&workspace_manifest("hold", &fx.source("acme/wait"), "1", ""));
+    server.apply(&workspace_manifest(
+        "hold",
+        &fx.source("acme/wait"),
+        "1",
+        "",
+    ));
     wait_for("the slot to be taken", Duration::from_secs(120), || {
         work.join("started").exists().then_some(())
     });
@@ -118,11 +121,17 @@ fn a_users_apply_goes_before_queued_retries_and_periodic_refreshes() {
 
     // The listing shows the class.
     let table = ok(server.sng(&["runs", "workspace", "drift"]));
-    assert!(table.lines().next().unwrap().contains("PRIORITY"), "{table}");
+    assert!(
+        table.lines().next().unwrap().contains("PRIORITY"),
+        "{table}"
+    );
     assert!(table.contains("periodic"), "{table}");
 
     // A refresh a person asks for is theirs.
-    let seen: Vec<Value> = runs(&server, "drift").iter().map(|r| r["id"].clone()).collect();
+    let seen: Vec<Value> = runs(&server, "drift")
+        .iter()
+        .map(|r| r["id"].clone())
+        .collect();
     ok(server.sng(&["refresh", "workspace", "drift"]));
     let asked = run_where(&server, "drift", "refresh", |r| {
         !seen.contains(&r["id"]) && ended(r)
