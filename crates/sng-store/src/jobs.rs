@@ -78,10 +78,8 @@ impl Store {
         // The correlation id of the request that caused the run, when one did.
         let (mut run, spec) = crate::correlation::adopt(&tx, run, spec)?;
         // Its class in the queue, as the caller decided it (else as its trigger says).
-        let trigger = run.trigger;
-        let priority = *run.priority.get_or_insert_with(|| {
-            sng_core::priority::priority(&sng_core::priority::Cause::of(trigger))
-        });
+        let by_trigger = sng_core::priority::priority(&sng_core::priority::Cause::of(run.trigger));
+        let priority = *run.priority.get_or_insert(by_trigger);
         put_run(&tx, &run)?;
         // The pool whose agents run it (none: the server's local agents).
         let pool = spec.get("pool").and_then(|p| p.as_str());
