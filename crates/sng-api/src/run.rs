@@ -250,6 +250,39 @@ words!(
     }
 );
 
+words!(
+    /// The class of a run in the queue: within a tenant's turn, jobs are claimed by class, in
+    /// this order, then oldest first (`sng_core::priority`).
+    Priority, "priority", {
+        /// A person asked for it: an apply, an approval, a rollback, a deletion, a refresh now.
+        User => "user",
+        /// Something upstream moved: a parent's outputs, a followed module tag.
+        Dependency => "dependency",
+        /// A failed run is retried after its backoff.
+        Retry => "retry",
+        /// The periodic refresh (drift check) is due.
+        Periodic => "periodic",
+    }
+);
+
+impl Priority {
+    /// The rank stored with the job: lower is claimed first.
+    pub fn rank(self) -> i64 {
+        Priority::ALL
+            .iter()
+            .position(|p| *p == self)
+            .expect("every priority is in ALL") as i64
+    }
+
+    /// The class of a stored rank (an unknown rank reads as the last class).
+    pub fn of_rank(rank: i64) -> Priority {
+        usize::try_from(rank)
+            .ok()
+            .and_then(|i| Priority::ALL.get(i).copied())
+            .unwrap_or(Priority::Periodic)
+    }
+}
+
 reasons!(
     /// Why a condition holds, a run ended or an event happened: the reasons of the spec (the
     /// first seven) and those the platform adds. Read back from stored data, a word this version
@@ -352,6 +385,10 @@ pub struct RunRecord {
     pub operation: Operation,
     /// Why the run started.
     pub trigger: Trigger,
+    /// Its class in the queue (who or what asked for it): `user`, `dependency`, `retry`,
+    /// `periodic`; claimed in that order within the tenant's turn.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub priority: Option<Priority>,
     /// What caused it, in words: which inputs changed, who approved, which schedule.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub caused_by: Option<String>,
@@ -443,6 +480,7 @@ impl Default for RunRecord {
             workspace: String::new(),
             operation: Operation::Plan,
             trigger: Trigger::Created,
+            priority: None,
             caused_by: None,
             correlation_id: String::new(),
             inputs: Default::default(),

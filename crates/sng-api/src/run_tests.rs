@@ -62,6 +62,24 @@ fn triggers_are_spelled_as_stored() {
 }
 
 #[test]
+fn priorities_round_trip_and_rank_in_claim_order() {
+    let table = [
+        (Priority::User, "user", 0),
+        (Priority::Dependency, "dependency", 1),
+        (Priority::Retry, "retry", 2),
+        (Priority::Periodic, "periodic", 3),
+    ];
+    assert_eq!(table.len(), Priority::ALL.len());
+    for (p, _, rank) in table {
+        assert_eq!(p.rank(), rank, "{p}");
+        assert_eq!(Priority::of_rank(rank), p);
+    }
+    assert_eq!(Priority::of_rank(99), Priority::Periodic);
+    assert_eq!(Priority::of_rank(-1), Priority::Periodic);
+    round_trips(&table.map(|(p, w, _)| (p, w)));
+}
+
+#[test]
 fn every_reason_round_trips_under_its_own_name() {
     for r in Reason::ALL {
         let word = r.as_str();

@@ -137,12 +137,23 @@ pub const BACKOFF_BASE: i64 = 15;
 /// Cap of the retry backoff, in seconds.
 pub const BACKOFF_CAP: i64 = 3600;
 
-/// Exponential backoff with full jitter: a delay in [base, min(cap, base·2^(n-1))].
-pub fn backoff(failures: i64, jitter: f64) -> i64 {
-    let exp = BACKOFF_BASE
-        .saturating_mul(1i64 << (failures.clamp(1, 20) - 1))
+/// The window a retry after `failures` consecutive failures falls in, in seconds after the
+/// failure: `[base, min(cap, base·2^n)]` — from the first failure on, wide enough that
+/// workspaces failing together (a registry or a cloud API down for all of them) do not retry
+/// together.
+pub fn retry_window(failures: i64) -> (i64, i64) {
+    let high = BACKOFF_BASE
+        .saturating_mul(1i64 << failures.clamp(1, 20))
         .min(BACKOFF_CAP);
-    BACKOFF_BASE + ((exp - BACKOFF_BASE) as f64 * jitter.clamp(0.0, 1.0)) as i64
+    (BACKOFF_BASE, high)
+}
+
+/// Exponential backoff with full jitter: a delay in [`retry_window`], placed by `jitter` (a
+/// number in [0, 1) fixed per workspace and failure count: [`jitter`]), so that the retries of
+/// many workspaces spread evenly over the window, the same way every time.
+pub fn backoff(failures: i64, jitter: f64) -> i64 {
+    let (low, high) = retry_window(failures);
+    low + ((high - low) as f64 * jitter.clamp(0.0, 1.0)) as i64
 }
 
 /// The first refresh of a workspace, spread over its interval so that many workspaces do not fire together.

@@ -16,5 +16,6 @@ pub mod mask;
 pub mod measures;
 pub mod plan;
 pub mod ports;
+pub mod priority;
 pub mod redact;
 pub mod state;

@@ -34,15 +34,18 @@ fn asks_for_a_run(e: &AuditEntry) -> bool {
     )
 }
 
-/// `run` with the correlation id of the request that caused it (when one did), and `spec`
-/// with the audit position seen (see the module's documentation). In the enqueue's
-/// transaction.
-pub(crate) fn adopt(tx: &dyn Exec, run: &RunRecord, spec: &Value) -> Result<(RunRecord, Value)> {
-    let (mut run, mut spec) = (run.clone(), spec.clone());
+/// The audit position seen by the previous job of a workspace, the newest position now, and
+/// the requests for a run of `generation` recorded since, newest first.
+fn requests_since(
+    tx: &dyn Exec,
+    tenant: &str,
+    workspace: &str,
+    generation: i64,
+) -> Result<(i64, Vec<AuditEntry>)> {
     let seen: i64 = tx
         .query_opt(
             "SELECT spec FROM jobs WHERE tenant = ?1 AND workspace = ?2 ORDER BY seq DESC LIMIT 1",
-            params![run.tenant, run.workspace],
+            params![tenant, workspace],
             |r| r.get::<String>(0),
         )?
         .and_then(|s| serde_json::from_str::<Value>(&s).ok())
@@ -51,22 +54,43 @@ pub(crate) fn adopt(tx: &dyn Exec, run: &RunRecord, spec: &Value) -> Result<(Run
     let entries = tx.query_map(
         "SELECT seq, entry FROM audit WHERE tenant = ?1 AND workspace = ?2 AND seq > ?3
            ORDER BY seq DESC LIMIT ?4",
-        params![run.tenant, run.workspace, seen, LOOK_BACK],
+        params![tenant, workspace, seen, LOOK_BACK],
         |r| Ok((r.get::<i64>(0)?, r.get::<String>(1)?)),
     )?;
     let newest = entries.first().map_or(seen, |(seq, _)| *seq);
-    let adopted = entries
+    let asked = entries
         .iter()
         .filter_map(|(_, e)| serde_json::from_str::<AuditEntry>(e).ok())
-        .filter(|e| asks_for_a_run(e) && e.generation.is_none_or(|g| g == run.generation))
-        .find_map(|e| e.correlation_id);
-    if let Some(id) = adopted {
+        .filter(|e| asks_for_a_run(e) && e.generation.is_none_or(|g| g == generation))
+        .collect();
+    Ok((newest, asked))
+}
+
+/// `run` with the correlation id of the request that caused it (when one did), and `spec`
+/// with the audit position seen (see the module's documentation). In the enqueue's
+/// transaction.
+pub(crate) fn adopt(tx: &dyn Exec, run: &RunRecord, spec: &Value) -> Result<(RunRecord, Value)> {
+    let (mut run, mut spec) = (run.clone(), spec.clone());
+    let (newest, asked) = requests_since(tx, &run.tenant, &run.workspace, run.generation)?;
+    if let Some(id) = asked.into_iter().find_map(|e| e.correlation_id) {
         run.correlation_id = id;
     }
     if let Value::Object(map) = &mut spec {
         map.insert(AUDIT_SEQ.into(), Value::from(newest));
     }
     Ok((run, spec))
+}
+
+impl crate::Store {
+    /// Whether a person asked for a run of the workspace (an apply that changed it, a
+    /// rollback, a refresh now, an approval, a deletion: what a run adopts the correlation id
+    /// of) since its previous job was enqueued, for `generation`: a run enqueued now is theirs.
+    pub fn run_requested(&self, tenant: &str, workspace: &str, generation: i64) -> Result<bool> {
+        let conn = self.conn()?;
+        Ok(!requests_since(&conn, tenant, workspace, generation)?
+            .1
+            .is_empty())
+    }
 }
 
 /// A job's spec as the store answers it: without the audit position.

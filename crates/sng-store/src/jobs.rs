@@ -76,20 +76,24 @@ impl Store {
             )));
         }
         // The correlation id of the request that caused the run, when one did.
-        let (run, spec) = crate::correlation::adopt(&tx, run, spec)?;
+        let (mut run, spec) = crate::correlation::adopt(&tx, run, spec)?;
+        // Its class in the queue, as the caller decided it (else as its trigger says).
+        let by_trigger = sng_core::priority::priority(&sng_core::priority::Cause::of(run.trigger));
+        let priority = *run.priority.get_or_insert(by_trigger);
         put_run(&tx, &run)?;
         // The pool whose agents run it (none: the server's local agents).
         let pool = spec.get("pool").and_then(|p| p.as_str());
         tx.execute(
-            "INSERT INTO jobs (id, tenant, workspace, state, epoch, spec, enqueued_at, pool)
-             VALUES (?1, ?2, ?3, 'queued', 0, ?4, ?5, ?6)",
+            "INSERT INTO jobs (id, tenant, workspace, state, epoch, spec, enqueued_at, pool, priority)
+             VALUES (?1, ?2, ?3, 'queued', 0, ?4, ?5, ?6, ?7)",
             params![
                 run.id,
                 run.tenant,
                 run.workspace,
                 serde_json::to_string(&spec).expect("json"),
                 now_rfc3339(),
-                pool
+                pool,
+                priority.rank()
             ],
         )?;
         let job = job_where(&tx, "id = ?1", params![run.id])?.expect("just inserted");
@@ -100,7 +104,8 @@ impl Store {
     }
 
     /// Claim the next job for `agent`: from the tenant served least recently that has a queued
-    /// job and fewer leased jobs than its `spec.quotas.concurrentRuns`, its oldest job; only
+    /// job and fewer leased jobs than its `spec.quotas.concurrentRuns`, its first job by
+    /// priority, then the oldest ([`sng_core::priority::claim_order`]); only
     /// among `tenants` when given (an agent bound to some tenants). The lease runs `lease_ms`
     /// from `now_ms`; the epoch is raised.
     /// Only jobs of no pool: the server's local agents.
@@ -116,8 +121,8 @@ impl Store {
     }
 
     /// Claim the next job of `pool` of `tenant` for `agent` (a remote agent of that pool): its
-    /// oldest queued job, under the tenant's `concurrentRuns` quota, with a lease and a new
-    /// epoch as [`Store::job_claim`].
+    /// first queued job by priority, then the oldest, under the tenant's `concurrentRuns`
+    /// quota, with a lease and a new epoch as [`Store::job_claim`].
     pub fn job_claim_pool(
         &self,
         agent: &str,
@@ -475,7 +480,7 @@ fn claimable_sqlite(
     let id: String = tx.query_row(
         &format!(
             "SELECT j.id FROM jobs j WHERE j.tenant = ?3 AND j.state = 'queued' AND {clause}
-              ORDER BY j.seq LIMIT 1"
+              ORDER BY j.priority, j.seq LIMIT 1"
         ),
         params![a, b, tenant],
         |r| r.get(0),
@@ -495,10 +500,10 @@ const PG_FROZEN: &str = "EXISTS (SELECT 1 FROM objects f WHERE f.tenant = '' AND
         AND COALESCE(f.status::jsonb #>> '{frozen,until}', '9999') > CAST(?3 AS TEXT))";
 
 /// The next job to claim (id, tenant), PostgreSQL: in the same order as SQLite's (the tenant
-/// served least recently, then its oldest job), the job row locked with `FOR UPDATE SKIP
-/// LOCKED` (a job another process is claiming is passed over, never shared). The quota is
-/// checked again once the claims of that tenant are serialised (an advisory lock per tenant):
-/// two processes never lease past `concurrentRuns` together.
+/// served least recently, then its first job by priority, then the oldest), the job row locked
+/// with `FOR UPDATE SKIP LOCKED` (a job another process is claiming is passed over, never
+/// shared). The quota is checked again once the claims of that tenant are serialised (an
+/// advisory lock per tenant): two processes never lease past `concurrentRuns` together.
 fn claimable_pg(tx: &dyn Exec, scope: Scope<'_>, now: &str) -> Result<Option<(String, String)>> {
     let (clause, a, b) = scope.clause("SELECT jsonb_array_elements_text(CAST(?1 AS TEXT)::jsonb)");
     let picked: Option<(String, String)> = tx.query_opt(
@@ -510,7 +515,7 @@ fn claimable_pg(tx: &dyn Exec, scope: Scope<'_>, now: &str) -> Result<Option<(St
                 AND NOT {PG_FROZEN}
                 AND (SELECT COUNT(*) FROM jobs l WHERE l.tenant = j.tenant AND l.state = 'leased')
                     < {PG_QUOTA}
-              ORDER BY COALESCE(t.served, 0), j.tenant, j.seq
+              ORDER BY COALESCE(t.served, 0), j.tenant, j.priority, j.seq
               LIMIT 1
               FOR UPDATE OF j SKIP LOCKED"
         ),

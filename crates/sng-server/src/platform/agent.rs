@@ -194,7 +194,8 @@ impl Lease {
 
 /// Enqueue the run the reconciler decided, with its run record (phase `Queued`), for the agent
 /// pool that selects the workspace if one does: `None` when the workspace already has an open
-/// job, or when several pools select it.
+/// job, or when several pools select it. Its class in the queue is its trigger's
+/// ([`enqueue_with`] names one).
 pub fn enqueue(
     store: &Store,
     tenant: &str,
@@ -202,12 +203,25 @@ pub fn enqueue(
     operation: Operation,
     trigger: Trigger,
 ) -> Result<Option<Job>, StoreError> {
+    enqueue_with(store, tenant, ws, operation, trigger, None)
+}
+
+/// [`enqueue`], in the class `priority` (`sng_core::priority`) when given.
+pub fn enqueue_with(
+    store: &Store,
+    tenant: &str,
+    ws: &sng_api::workspace::Workspace,
+    operation: Operation,
+    trigger: Trigger,
+    priority: Option<sng_api::run::Priority>,
+) -> Result<Option<Job>, StoreError> {
     let record = RunRecord {
         id: format!("run-{}", &uuid::Uuid::new_v4().simple().to_string()[..12]),
         tenant: tenant.to_string(),
         workspace: ws.metadata.name.clone(),
         operation,
         trigger,
+        priority,
         generation: ws.metadata.generation.unwrap_or(0),
         phase: RunPhase::Queued,
         module_source: Some(ws.spec.module.source.clone()),

@@ -138,9 +138,13 @@ pub fn inputs_digest(ws: &Workspace, inputs: &Inputs) -> BTreeMap<String, String
 /// Hash of everything a run reads: the spec, the values of referenced secrets, Providers and
 /// parents' outputs.
 pub fn inputs_hash(ws: &Workspace, inputs: &Inputs) -> String {
-    let digest = inputs_digest(ws, inputs);
+    hash_of_parts(&inputs_digest(ws, inputs))
+}
+
+/// The inputs hash of the hashes of its parts.
+fn hash_of_parts(digest: &BTreeMap<String, String>) -> String {
     let mut h = Sha256::new();
-    for (k, v) in &digest {
+    for (k, v) in digest {
         h.update(k.as_bytes());
         h.update(v.as_bytes());
     }
@@ -172,6 +176,19 @@ fn inputs_of(
     tenant: &str,
     ws: &Workspace,
 ) -> ((String, Option<(Reason, String)>), Reads) {
+    let (answer, reads, _) = inputs_and_parts(store, tenant, ws);
+    (answer, reads)
+}
+
+/// The inputs hash and what stops a run (reason, message).
+type Answer = (String, Option<(Reason, String)>);
+
+/// [`inputs_of`], with the hash of each part of the inputs ([`inputs_digest`]) when gathered.
+fn inputs_and_parts(
+    store: &Store,
+    tenant: &str,
+    ws: &Workspace,
+) -> (Answer, Reads, Option<BTreeMap<String, String>>) {
     let (gathered, reads) = gather_noting(store, tenant, ws);
     let (inputs, problem) = match gathered {
         Ok(i) => (Some(i), None),
@@ -182,11 +199,9 @@ fn inputs_of(
         super::record::outputs_conflict(store, tenant, ws)
             .map(|m| (Reason::OutputsSecretConflict, m))
     });
-    let hash = inputs
-        .as_ref()
-        .map(|i| inputs_hash(ws, i))
-        .unwrap_or_default();
-    ((hash, problem), reads)
+    let parts = inputs.as_ref().map(|i| inputs_digest(ws, i));
+    let hash = parts.as_ref().map(hash_of_parts).unwrap_or_default();
+    ((hash, problem), reads, parts)
 }
 
 /// A pass over one tenant: the resource versions of its objects, read once ([`Store::object_versions`]).
@@ -217,6 +232,8 @@ struct Cached {
     generation: Option<i64>,
     reads: Vec<((Kind, String), Option<i64>)>,
     answer: (String, Option<(Reason, String)>),
+    /// The hash of each part of the inputs (what a run records in `inputs`).
+    parts: Option<BTreeMap<String, String>>,
 }
 
 impl InputsCache {
@@ -249,7 +266,7 @@ impl InputsCache {
                 return c.answer.clone();
             }
         }
-        let (answer, reads) = inputs_of(store, tenant, ws);
+        let (answer, reads, parts) = inputs_and_parts(store, tenant, ws);
         // A store that could not answer is asked again next pass.
         if answer
             .1
@@ -273,9 +290,24 @@ impl InputsCache {
                 })
                 .collect(),
             answer: answer.clone(),
+            parts,
         };
         self.entries.lock().expect("lock").insert(key, cached);
         answer
+    }
+
+    /// The hash of each part of the inputs of `ws`, as last gathered, while current.
+    pub fn parts(
+        &self,
+        tenant: &str,
+        ws: &Workspace,
+        versions: &Versions,
+    ) -> Option<BTreeMap<String, String>> {
+        if !self.is_current(tenant, ws, versions) {
+            return None;
+        }
+        let key = (tenant.to_string(), ws.metadata.name.clone());
+        self.entries.lock().expect("lock").get(&key)?.parts.clone()
     }
 
     /// The hash of a parent's outputs secret, computed again only when it changed.

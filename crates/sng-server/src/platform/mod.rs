@@ -15,6 +15,7 @@ pub mod memo;
 pub(crate) mod policy;
 pub mod pools;
 mod prepare;
+pub(crate) mod priority;
 mod record;
 pub mod remote;
 pub mod reporter;

@@ -139,6 +139,7 @@ pub(crate) async fn begin(p: &Platform, lease: &Arc<Lease>) -> Begin {
         workspace: name.into(),
         operation,
         trigger,
+        priority: queued.priority,
         generation,
         phase: RunPhase::Running,
         module_source: Some(ws.spec.module.source.clone()),

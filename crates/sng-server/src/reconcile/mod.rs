@@ -12,9 +12,10 @@ use sng_core::decide::{decide, Action, RunsQuota};
 use sng_store::Topic;
 use tokio_util::sync::CancellationToken;
 
-use crate::platform::agent::enqueue;
+use crate::platform::agent::enqueue_with;
 use crate::platform::facts::{observe, PassView};
 use crate::platform::memo::{self, Moved, Seen, Verdict};
+use crate::platform::priority;
 use crate::platform::status::observe_into_status;
 use crate::platform::{finalize, Platform};
 
@@ -225,7 +226,15 @@ impl Platform {
                 match action {
                     Action::Idle { .. } | Action::Block(_) => {}
                     Action::Run { operation, trigger } => {
-                        match enqueue(&self.store, &tenant, ws, operation, trigger) {
+                        let priority = priority::of(&self.store, &tenant, ws, trigger, &view);
+                        match enqueue_with(
+                            &self.store,
+                            &tenant,
+                            ws,
+                            operation,
+                            trigger,
+                            Some(priority),
+                        ) {
                             Ok(Some(job)) => due.push(job.id),
                             Ok(None) => {}
                             Err(e) => {

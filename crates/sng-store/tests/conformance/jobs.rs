@@ -131,6 +131,9 @@ on_both!(
     the_queue_tells_its_followers_of_new_and_ended_jobs,
 );
 
+#[path = "jobs_priority.rs"]
+mod priority;
+
 const LEASE: i64 = 10_000;
 
 fn tenant(name: &str, concurrent_runs: Option<u32>) -> Object {

@@ -61,8 +61,8 @@ pub fn runs(g: &Global, args: &RunsArgs) -> Result<(), CliError> {
         Some(Output::Yaml) => print!("{}", serde_yaml::to_string(&answer["items"]).expect("yaml")),
         _ => {
             println!(
-                "{:<18} {:<12} {:<12} {:<4} {:<22} {:<24} MESSAGE",
-                "RUN", "OPERATION", "PHASE", "GEN", "CREATED", "PLAN"
+                "{:<18} {:<12} {:<12} {:<10} {:<4} {:<22} {:<24} MESSAGE",
+                "RUN", "OPERATION", "PHASE", "PRIORITY", "GEN", "CREATED", "PLAN"
             );
             for r in answer["items"].as_array().into_iter().flatten() {
                 let s = |k: &str| r[k].as_str().unwrap_or("-").to_string();
@@ -75,10 +75,11 @@ pub fn runs(g: &Global, args: &RunsArgs) -> Result<(), CliError> {
                     )
                 });
                 println!(
-                    "{:<18} {:<12} {:<12} {:<4} {:<22} {:<24} {}",
+                    "{:<18} {:<12} {:<12} {:<10} {:<4} {:<22} {:<24} {}",
                     s("id"),
                     s("operation"),
                     s("phase"),
+                    s("priority"),
                     r["generation"].as_i64().unwrap_or(0),
                     s("createdAt"),
                     plan.unwrap_or_else(|| "-".into()),

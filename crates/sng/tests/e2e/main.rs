@@ -33,6 +33,7 @@ mod module_tags;
 mod operate;
 mod pagination;
 mod plan_actions;
+mod priority;
 mod probes;
 mod production;
 mod quarantine;

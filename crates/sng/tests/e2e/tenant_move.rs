@@ -397,9 +397,26 @@ fn a_new_tenant_starts_from_a_template() {
     // the same template published to a registry, as `sng module push` publishes a module
     let reg = sng_oci::testing::TestRegistry::start().unwrap();
     let artifact = reg.source("templates/team");
-    ok(server.sng(&["module", "push", &dir, &artifact, "--tag", "1", "--insecure"]));
+    ok(server.sng(&[
+        "module",
+        "push",
+        &dir,
+        &artifact,
+        "--tag",
+        "1",
+        "--insecure",
+    ]));
     let from = format!("{artifact}:1");
-    ok(server.sng(&["tenant", "create", "team-d", "--from", &from, "--insecure", "--set", "region=us-east-1"]));
+    ok(server.sng(&[
+        "tenant",
+        "create",
+        "team-d",
+        "--from",
+        &from,
+        "--insecure",
+        "--set",
+        "region=us-east-1",
+    ]));
     let ws = server.workspace_in("team-d", "network");
     assert_eq!(ws["metadata"]["labels"]["team"], "team-d");
     assert_eq!(ws["spec"]["vars"]["region"], "us-east-1");
