@@ -58,9 +58,21 @@ pub fn render_metrics(store: &Store, extra: &str, max_tenants: Option<usize>) ->
     }
     unaccounted(store, max_tenants, &mut out);
     let expiring = crate::service::exceptions::expiring(store, chrono::Utc::now());
-    let samples: Vec<([(&str, &str); 2], f64)> = expiring
+    // Tenants bounded by `--metrics-max-tenants`, window by window.
+    let mut bounded: Vec<(String, &str, f64)> = Vec::new();
+    for within in ["7d", "1d"] {
+        let by_tenant: Vec<(String, f64)> = expiring
+            .iter()
+            .filter(|(_, w, _)| *w == within)
+            .map(|(t, _, n)| (t.clone(), *n as f64))
+            .collect();
+        for (t, n) in sng_core::measures::bound_tenants(by_tenant, max_tenants) {
+            bounded.push((t, within, n));
+        }
+    }
+    let samples: Vec<([(&str, &str); 2], f64)> = bounded
         .iter()
-        .map(|(t, w, n)| ([("tenant", t.as_str()), ("within", *w)], *n as f64))
+        .map(|(t, w, n)| ([("tenant", t.as_str()), ("within", *w)], *n))
         .collect();
     let samples: Vec<(&[(&str, &str)], f64)> = samples.iter().map(|(l, n)| (&l[..], *n)).collect();
     write_metric(
