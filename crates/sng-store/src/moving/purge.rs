@@ -1,6 +1,6 @@
 //! Removing a tenant with everything it owns: its rows in every table and its data keys, the
-//! replaced pages zeroed (SQLite `secure_delete`, then the write-ahead log emptied). One audit
-//! entry of the deletion stays.
+//! replaced pages zeroed (SQLite `secure_delete`, then the write-ahead log emptied). The
+//! deletion is recorded in the platform's audit trail (tenant `''`), not the tenant's.
 
 use serde_json::json;
 use sng_api::{Kind, Object};
@@ -13,8 +13,7 @@ use crate::objects::next_revision;
 use crate::{Actor, Result, Store, StoreError, Topic};
 
 impl Store {
-    /// Delete tenant `name` and all its data and keys, audited as `by` (the one entry of the
-    /// tenant that stays). Refused for the `default` tenant and while a run of it is leased.
+    /// Delete tenant `name` and all its data and keys, audited as `by` in the platform's trail. Refused for the `default` tenant and while a run of it is leased.
     pub fn purge_tenant_by(&self, name: &str, by: &Actor) -> Result<Object> {
         if name == sng_api::tenant::DEFAULT_TENANT {
             return Err(StoreError::Invalid(
@@ -53,8 +52,9 @@ impl Store {
                 "DELETE FROM objects WHERE tenant = '' AND kind = 'Tenant' AND name = ?1",
                 params![name],
             )?;
+            // The platform's trail (tenant ''), not the tenant's: nothing of it is left.
             let written = crate::audit::Written {
-                tenant: name,
+                tenant: "",
                 kind: "Tenant",
                 name,
                 outcome: "deleted",

@@ -190,6 +190,10 @@ on_both! {
         assert!(s.get(Kind::Tenant, "", "acme").unwrap().is_none());
         assert!(s.state_get("acme", "db").unwrap().is_none());
         assert!(s.tenant_keys("acme").unwrap().is_empty());
+        let (trail, _) = s.audit_page("acme", None, 10, None).unwrap();
+        assert!(trail.is_empty(), "{trail:?}");
+        let (platform, _) = s.audit_page("", None, 10, None).unwrap();
+        assert!(platform.iter().any(|e| e.name == "acme" && e.outcome == "deleted"), "{platform:?}");
         let Some(sng_api::Object::Secret(sec)) = s.get(Kind::Secret, "other", "creds").unwrap() else {
             panic!("another tenant's secret removed")
         };
