@@ -1,7 +1,7 @@
 # sng — two commands on a fresh machine: `make demo` and `make test`.
 CARGO ?= cargo
 
-.PHONY: all build demo test setup lint bench bench-scale bench-pass bench-replicas bench-agents bench-hook
+.PHONY: all build demo test setup lint bench bench-scale bench-pass bench-replicas bench-agents bench-hook bench-retry
 
 all: build
 
@@ -64,3 +64,8 @@ bench-agents: build
 ## events and replays), and how soon the queue is worked.
 bench-hook: build
 	SNG_BIN=target/release/sng bench/registry-hook.sh
+
+## bench-retry: 500 workspaces fail at once on a dead registry, it comes back: how the retries
+## spread over the backoff window, and that a user's apply made meanwhile starts first.
+bench-retry: build
+	SNG_BIN=target/release/sng bench/retry-storm.sh
