@@ -107,6 +107,23 @@ pub fn verdict(decisions: &[PolicyDecision]) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A decision of policy `p` with `enforcement`, its messages and error.
+    fn decision(
+        enforcement: Enforcement,
+        messages: &[&str],
+        error: Option<&str>,
+    ) -> PolicyDecision {
+        PolicyDecision {
+            policy: "p".into(),
+            enforcement,
+            messages: messages.iter().map(|m| m.to_string()).collect(),
+            error: error.map(str::to_string),
+            result: None,
+            version: None,
+            exception: None,
+        }
+    }
     use sng_api::agent::{Approval, ExceptionGrant, PolicyResult, PolicyRun, PolicyVersion};
     use sng_api::run::Trigger;
 
@@ -148,15 +165,7 @@ mod tests {
 
     #[test]
     fn only_mandatory_denials_and_failures_block() {
-        let d = |enforcement, messages: &[&str], error: Option<&str>| PolicyDecision {
-            policy: "p".into(),
-            enforcement,
-            messages: messages.iter().map(|m| m.to_string()).collect(),
-            error: error.map(str::to_string),
-            result: None,
-            version: None,
-            exception: None,
-        };
+        let d = decision;
         use Enforcement::{Advisory, Mandatory};
         let table = [
             (vec![d(Advisory, &["no"], None)], Ok(())),
@@ -197,15 +206,7 @@ mod tests {
             }),
             exceptions,
         };
-        let d = |enforcement, messages: &[&str], error: Option<&str>| PolicyDecision {
-            policy: "p".into(),
-            enforcement,
-            messages: messages.iter().map(|m| m.to_string()).collect(),
-            error: error.map(str::to_string),
-            result: None,
-            version: None,
-            exception: None,
-        };
+        let d = decision;
         use Enforcement::{Advisory, Mandatory};
         use PolicyResult::{Allowed, Denied, Excepted, Failed};
         let (now, two) = (100, vec![grant("old", 150), grant("new", 200)]);

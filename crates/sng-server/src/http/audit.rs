@@ -41,20 +41,10 @@ pub(crate) async fn list_audit(
     let limit = limit_of(q.limit.as_deref())?.unwrap_or(DEFAULT_LIMIT);
     let bound = q.workspace.clone().unwrap_or_default();
     let listing = format!("the audit trail of tenant `{tenant}`");
-    let before = cursor_after(q.cursor.as_deref(), "audit", &tenant, &bound, &listing)?
-        .map(|a| {
-            a.parse::<i64>().map_err(|_| {
-                ApiError::bad_request(format!(
-                    "the continue token does not belong to this listing ({listing}): it is malformed"
-                ))
-            })
-        })
-        .transpose()?;
+    let before = seq_cursor(q.cursor.as_deref(), "audit", &tenant, &bound, &listing)?;
     let t = tenant.clone();
     let (entries, next) = blocking(&st, move |s| {
-        if s.get(Kind::Tenant, "", &t)?.is_none() {
-            return Err(StoreError::not_found("Tenant", &t));
-        }
+        tenant_exists(s, &t)?;
         s.audit_page(&t, q.workspace.as_deref(), limit, before)
     })
     .await?;
@@ -101,26 +91,16 @@ pub(crate) async fn export_audit(
     // Bound to `since` as written: a duration moves with time, so give a time to page.
     let bound = q.since.clone().unwrap_or_default();
     let listing = format!("the audit export of tenant `{tenant}`");
-    let after = cursor_after(
+    let after = seq_cursor(
         q.cursor.as_deref(),
         "audit-export",
         &tenant,
         &bound,
         &listing,
-    )?
-    .map(|a| {
-        a.parse::<i64>().map_err(|_| {
-            ApiError::bad_request(format!(
-                "the continue token does not belong to this listing ({listing}): it is malformed"
-            ))
-        })
-    })
-    .transpose()?;
+    )?;
     let t = tenant.clone();
     let (lines, next) = blocking(&st, move |s| {
-        if s.get(Kind::Tenant, "", &t)?.is_none() {
-            return Err(StoreError::not_found("Tenant", &t));
-        }
+        tenant_exists(s, &t)?;
         s.audit_export(&t, since.as_deref(), limit, after)
     })
     .await?;
@@ -128,4 +108,31 @@ pub(crate) async fn export_audit(
         lines,
         next.map(|seq| cursor_token("audit-export", &tenant, &bound, seq.to_string())),
     )))
+}
+
+/// The position (an audit `seq`) a continue token of `listing` holds, if one is given.
+fn seq_cursor(
+    token: Option<&str>,
+    kind: &str,
+    tenant: &str,
+    bound: &str,
+    listing: &str,
+) -> Result<Option<i64>, ApiError> {
+    cursor_after(token, kind, tenant, bound, listing)?
+        .map(|a| {
+            a.parse::<i64>().map_err(|_| {
+                ApiError::bad_request(format!(
+                    "the continue token does not belong to this listing ({listing}): it is malformed"
+                ))
+            })
+        })
+        .transpose()
+}
+
+/// Not found unless tenant `t` exists.
+fn tenant_exists(s: &sng_store::Store, t: &str) -> Result<(), StoreError> {
+    match s.get(Kind::Tenant, "", t)? {
+        Some(_) => Ok(()),
+        None => Err(StoreError::not_found("Tenant", t)),
+    }
 }
