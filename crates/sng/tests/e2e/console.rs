@@ -1,0 +1,173 @@
+//! The web console (`/ui/`) in a real browser: Debian's `chromium` driven by `playwright-core`
+//! (scripts/install-node-tools.sh), the scenarios in `tests/console/console.mjs`, against a real
+//! server with real runs: sign in, list, page and filter, a workspace and a run, another
+//! tenant's URLs (404), a viewer (no action, no secret value), approving a plan, and the
+//! production flow (a red button, the name re-typed: a wrong one refused, the right one taken).
+
+use std::process::Command;
+
+use crate::common;
+
+use common::tenants::create_token;
+use common::*;
+
+/// A secret value that must never reach the browser.
+const CANARY: &str = "canary-console-5e1f7a";
+
+/// Outputs a value read from a secret (sensitive) and a plain one.
+const OUT_MODULE: &str = "variable \"token\" {\n  type = string\n  sensitive = true\n}\noutput \"token\" {\n  value = var.token\n  sensitive = true\n}\noutput \"name\" {\n  value = \"web\"\n}\n";
+
+/// One resource replaced whenever `v` changes.
+const REPLACE_MODULE: &str = "variable \"v\" {\n  type = string\n}\nresource \"terraform_data\" \"r\" {\n  triggers_replace = var.v\n}\n";
+
+fn workspace(name: &str, labels: &str, source: &str, spec: &str) -> String {
+    format!(
+        "apiVersion: tofu.stackngo.io/v1alpha1\nkind: Workspace\nmetadata: {{name: {name}, labels: {{{labels}}}}}\nspec:\n  module: {{source: {source}, tag: \"1\"}}\n{spec}---\n"
+    )
+}
+
+/// Run scenario `scenario` of the browser script as `token` in `tenant`; its output.
+fn browser(server: &Server, scenario: &str, token: &str, tenant: &str, ws: &str) -> String {
+    let root = repo_root();
+    let o = Command::new("node")
+        .arg(root.join("crates/sng/tests/console/console.mjs"))
+        .arg(scenario)
+        .env("SNG_URL", &server.url)
+        .env("SNG_TOKEN", token)
+        .env("SNG_TENANT", tenant)
+        .env("SNG_WORKSPACE", ws)
+        .env("SNG_CANARY", CANARY)
+        .env("SNG_NODE_TOOLS", root.join(".tools/node"))
+        .output()
+        .expect("node (make setup installs Node.js, playwright-core and chromium)");
+    let (stdout, stderr) = (out(&o), err(&o));
+    assert!(
+        o.status.success(),
+        "scenario {scenario}: {stdout}\n{stderr}"
+    );
+    assert!(stdout.contains(&format!("ok {scenario}")), "{stdout}");
+    stdout
+}
+
+#[test]
+fn the_console_in_a_real_browser() {
+    assert!(
+        std::path::Path::new("/usr/bin/chromium").exists(),
+        "Debian's chromium is needed (make setup installs it)"
+    );
+    let fx = Fixture::new();
+    fx.push_tf("acme/out", "1", OUT_MODULE);
+    fx.push_tf("acme/r", "1", REPLACE_MODULE);
+    let server = fx.server(&[]);
+    let lab = server.tenant_token("lab");
+    let bank = last_line(&ok(server.sng(&[
+        "tenant",
+        "create",
+        "bank",
+        "--production",
+    ])));
+    server.tenant_token("other");
+    let (out_src, r_src) = (fx.source("acme/out"), fx.source("acme/r"));
+
+    // lab: a workspace that publishes outputs (one from a secret), one awaiting approval, and
+    // 55 suspended ones (two pages).
+    let mut lab_objects = format!(
+        "apiVersion: v1\nkind: Secret\nmetadata: {{name: cited}}\nstringData: {{token: {CANARY}}}\n---\n"
+    );
+    lab_objects += &workspace(
+        "web-1",
+        "team: web",
+        &out_src,
+        "  varsFrom:\n    - secretRef: {name: cited, key: token}\n",
+    );
+    lab_objects += &workspace(
+        "db-1",
+        "team: db",
+        &r_src,
+        "  approval: manual\n  vars: {v: \"1\"}\n",
+    );
+    for i in 0..55 {
+        lab_objects += &workspace(
+            &format!("s-{i:03}"),
+            "team: bulk",
+            "oci://r.example/acme/none",
+            "  suspend: true\n",
+        );
+    }
+    server.apply_in("lab", &lab_objects);
+    server.apply_in(
+        "other",
+        &workspace(
+            "hidden",
+            "team: x",
+            "oci://r.example/acme/none",
+            "  suspend: true\n",
+        ),
+    );
+    let vault = |v: &str| {
+        workspace(
+            "vault",
+            "team: sec",
+            &r_src,
+            &format!("  approval: manual\n  vars: {{v: \"{v}\"}}\n"),
+        )
+    };
+    server.apply_in("bank", &vault("1"));
+    let awaiting = |w: &serde_json::Value| {
+        condition(w, "AwaitingApproval").0 == "True" && w["status"].get("activeJob").is_none()
+    };
+    server.until_in("lab", "web-1", "Ready", is_ready);
+    let plan = server.until_in("lab", "db-1", "awaiting approval", awaiting)["status"]["lastPlan"]
+        ["id"]
+        .clone();
+
+    // Sign in, list, page, filter, a workspace, a run, another tenant, sign out.
+    browser(&server, "browse", &lab, "lab", "");
+    // A viewer: no button, no secret value; the approve route refuses it.
+    let viewer = create_token(&server, &lab, "lab", "viewer");
+    browser(&server, "viewer", &viewer, "lab", "");
+    assert_eq!(
+        server.workspace_in("lab", "db-1")["status"]["lastPlan"]["id"],
+        plan,
+        "nothing approved by the viewer"
+    );
+
+    // An operator approves the manual plan: the apply runs.
+    let operator = create_token(&server, &lab, "lab", "operator");
+    browser(&server, "approve", &operator, "lab", "db-1");
+    server.until_in("lab", "db-1", "Ready after the approval", is_ready);
+    let runs = server.api("/tenants/lab/workspaces/db-1/runs");
+    assert!(
+        runs["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r["approval"][0] == plan),
+        "the apply ran the approved plan: {runs}"
+    );
+
+    // Production: a plan that only creates needs no re-typed name; one that replaces does.
+    server.until_in("bank", "vault", "awaiting approval", awaiting);
+    browser(&server, "prod-create", &bank, "bank", "vault");
+    server.until_in("bank", "vault", "Ready", is_ready);
+    server.apply_in("bank", &vault("2"));
+    let w = server.until_in("bank", "vault", "the replacing plan", |w| {
+        awaiting(w) && w["status"]["lastPlan"]["destroy"].as_i64() > Some(0)
+    });
+    let replacing = w["status"]["lastPlan"]["id"].clone();
+    browser(&server, "prod-approve", &bank, "bank", "vault");
+    server.until_in("bank", "vault", "Ready after the replacement", |w| {
+        is_ready(w)
+            && w["status"]["lastApply"]["result"] == "Succeeded"
+            && w["status"]["observedGeneration"] == 2
+    });
+    let runs = server.api("/tenants/bank/workspaces/vault/runs");
+    assert!(
+        runs["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r["approval"][0] == replacing),
+        "the apply ran the approved replacing plan: {runs}"
+    );
+}
