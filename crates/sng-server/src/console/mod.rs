@@ -62,6 +62,7 @@ pub fn routes<S: Clone + Send + Sync + 'static>(app: AppState) -> Router<S> {
             post(views::approve),
         )
         .route("/ui/t/{tenant}/runs/{id}", get(views::run))
+        .route("/ui/t/{tenant}/runs/{id}/log", get(views::run_log))
         .route(
             "/ui/assets/console.css",
             get(|| async { asset("text/css", CSS) }),

@@ -326,7 +326,7 @@ fn json_word<T: serde::Serialize>(v: &T) -> String {
 
 /// One run: trigger and cause, actor, module digest, plan counts, policy decisions, state
 /// serials, and its (masked) log.
-pub fn run(tenant: &str, r: &RunRecord, log: &str) -> String {
+pub fn run(tenant: &str, r: &RunRecord, log: &str, log_size: u64) -> String {
     let opt = |v: &Option<String>| v.clone().unwrap_or_default();
     let plan = r
         .plan
@@ -366,7 +366,15 @@ pub fn run(tenant: &str, r: &RunRecord, log: &str) -> String {
     ]
     .iter()
     .filter(|(_, v)| !v.is_empty())
-    .map(|(k, v)| format!("<tr><th scope=\"row\">{k}</th><td>{}</td></tr>", esc(v)))
+    .map(|(k, v)| {
+        // The phase changes while the run goes: the script updates it.
+        let id = if *k == "phase" {
+            " id=\"run-phase\""
+        } else {
+            ""
+        };
+        format!("<tr><th scope=\"row\">{k}</th><td{id}>{}</td></tr>", esc(v))
+    })
     .collect();
     let policies = if r.policies.is_empty() {
         "<p>No policy decision.</p>".to_string()
@@ -381,12 +389,22 @@ pub fn run(tenant: &str, r: &RunRecord, log: &str) -> String {
     format!(
         "<h1>Run {id}</h1><p><a href=\"/ui/t/{t}/workspaces/{w}\">← workspace {wn}</a></p>\
          <table class=\"kv\" id=\"run\">{rows}</table><h2>Policy decisions</h2>{policies}\
-         <h2>Log</h2><pre id=\"log\">{log}</pre>",
+         <h2>Log</h2><pre id=\"log\" tabindex=\"0\"{live}>{log}</pre>",
         id = esc(&r.id),
         t = url(tenant),
         w = url(&r.workspace),
         wn = esc(&r.workspace),
         log = esc(log),
+        // A run still going: the script follows its log from where the page ends.
+        live = if r.phase.is_ended() {
+            String::new()
+        } else {
+            format!(
+                " data-follow=\"/ui/t/{}/runs/{}/log\" data-offset=\"{log_size}\" aria-live=\"polite\"",
+                url(tenant),
+                url(&r.id)
+            )
+        },
     )
 }
 

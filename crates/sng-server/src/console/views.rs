@@ -269,15 +269,66 @@ pub(super) async fn run(
         let Some(run) = s.run_get(&t, &i)? else {
             return Err(sng_store::StoreError::not_found("Run", &i));
         };
-        let log = s.run_log_read(&t, &i, 0)?.text;
+        let log = s.run_log_read(&t, &i, 0)?;
         Ok((tenants, run, log))
     })
     .await;
     match read {
         Ok((tenants, r, log)) => {
-            let body = pages::run(&tenant, &r, &log);
+            let body = pages::run(&tenant, &r, &log.text, log.next);
             signed_page(&me, &tenants, Some(&tenant), &format!("Run {id}"), &body)
         }
+        Err(e) => failed(e),
+    }
+}
+
+#[derive(Deserialize, Default)]
+pub(super) struct LogQuery {
+    #[serde(default)]
+    offset: u64,
+}
+
+/// The run's masked log from `?offset=` (bytes), as text: what the run page's script appends
+/// while the run goes. `X-Sng-Run-Phase` says the run's phase, `X-Sng-Log-Size` where the next
+/// read starts (as `GET …/runs/{id}/log` of the API).
+pub(super) async fn run_log(
+    State(c): State<Console>,
+    me: Signed,
+    Path((tenant, id)): Path<(String, String)>,
+    Query(q): Query<LogQuery>,
+) -> Response {
+    use axum::response::IntoResponse as _;
+    if let Err(e) = access::scope(&me.who, &tenant) {
+        return failed(e);
+    }
+    let i = id.clone();
+    let read = blocking(&c.app, move |s| {
+        let Some(run) = s.run_get(&tenant, &i)? else {
+            return Err(sng_store::StoreError::not_found("Run", &i));
+        };
+        Ok((run.phase, s.run_log_read(&tenant, &i, q.offset)?))
+    })
+    .await;
+    match read {
+        Ok((phase, log)) => (
+            [
+                (
+                    axum::http::header::CONTENT_TYPE,
+                    "text/plain; charset=utf-8".to_string(),
+                ),
+                (axum::http::header::CACHE_CONTROL, "no-store".to_string()),
+                (
+                    axum::http::HeaderName::from_static("x-sng-run-phase"),
+                    phase.to_string(),
+                ),
+                (
+                    axum::http::HeaderName::from_static("x-sng-log-size"),
+                    log.next.to_string(),
+                ),
+            ],
+            log.text,
+        )
+            .into_response(),
         Err(e) => failed(e),
     }
 }

@@ -5,6 +5,7 @@
 //   SNG_WORKSPACE. Prints `ok SCENARIO` and exits 0 when every check holds; exits 1 naming
 //   the first that does not.
 import { createRequire } from 'node:module';
+import fs from 'node:fs';
 import path from 'node:path';
 
 const require = createRequire(path.join(process.env.SNG_NODE_TOOLS, 'package.json'));
@@ -176,7 +177,25 @@ async function prodCreate(page) {
   await Promise.all([page.waitForURL(has('notice=approved')), page.click('#approve')]);
 }
 
-const scenarios = { browse, viewer, approve, 'prod-create': prodCreate, 'prod-approve': prodApprove };
+async function liveLog(page) {
+  await signIn(page, token);
+  await openWorkspace(page, workspace);
+  await Promise.all([page.waitForURL(has('/runs/')), page.click('#runs tbody a')]);
+  check((await page.$('#log[data-follow]')) !== null, 'a running run\'s log is followed');
+  check((await page.textContent('#run-phase')) === 'Running', 'the run is Running');
+  const before = (await page.textContent('#log')).length;
+  await page.evaluate(() => { window.sngNotReloaded = true; });
+  // The run goes on: its resource was waiting for this file.
+  fs.writeFileSync(process.env.SNG_RELEASE, 'go');
+  await page.waitForSelector('#log[data-ended]', { timeout: 120000 });
+  check((await page.textContent('#run-phase')) === 'Succeeded', 'the phase turns Succeeded on the page');
+  const after = await page.textContent('#log');
+  check(after.length > before && after.includes('Apply complete'), `the rest of the log appeared: ${after.slice(before)}`);
+  check(await page.evaluate(() => window.sngNotReloaded === true), 'without a reload');
+  seen.push(after);
+}
+
+const scenarios = { browse, viewer, approve, 'prod-create': prodCreate, 'prod-approve': prodApprove, 'live-log': liveLog };
 
 const browser = await chromium.launch({
   executablePath: process.env.SNG_CHROMIUM || '/usr/bin/chromium',

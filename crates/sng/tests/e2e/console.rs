@@ -5,6 +5,7 @@
 //! production flow (a red button, the name re-typed: a wrong one refused, the right one taken).
 
 use std::process::Command;
+use std::time::Duration;
 
 use crate::common;
 
@@ -28,6 +29,18 @@ fn workspace(name: &str, labels: &str, source: &str, spec: &str) -> String {
 
 /// Run scenario `scenario` of the browser script as `token` in `tenant`; its output.
 fn browser(server: &Server, scenario: &str, token: &str, tenant: &str, ws: &str) -> String {
+    browser_with(server, scenario, token, tenant, ws, &[])
+}
+
+/// [`browser`] with more environment.
+fn browser_with(
+    server: &Server,
+    scenario: &str,
+    token: &str,
+    tenant: &str,
+    ws: &str,
+    env: &[(&str, &str)],
+) -> String {
     let root = repo_root();
     let o = Command::new("node")
         .arg(root.join("crates/sng/tests/console/console.mjs"))
@@ -38,6 +51,7 @@ fn browser(server: &Server, scenario: &str, token: &str, tenant: &str, ws: &str)
         .env("SNG_WORKSPACE", ws)
         .env("SNG_CANARY", CANARY)
         .env("SNG_NODE_TOOLS", root.join(".tools/node"))
+        .envs(env.iter().copied())
         .output()
         .expect("node (make setup installs Node.js, playwright-core and chromium)");
     let (stdout, stderr) = (out(&o), err(&o));
@@ -58,7 +72,9 @@ fn the_console_in_a_real_browser() {
     let fx = Fixture::new();
     fx.push_tf("acme/out", "1", OUT_MODULE);
     fx.push_tf("acme/r", "1", REPLACE_MODULE);
-    let server = fx.server(&[]);
+    let wait_dir = fx.dir("wait");
+    fx.push_tf("acme/wait", "1", &waiting_module(&wait_dir));
+    let server = fx.server_writing(&[&wait_dir]);
     let lab = server.tenant_token("lab");
     let bank = last_line(&ok(server.sng(&[
         "tenant",
@@ -146,6 +162,25 @@ fn the_console_in_a_real_browser() {
         "the apply ran the approved plan: {runs}"
     );
 
+    // A run going on: its log grows on the page, its phase changes, without a reload.
+    server.apply_in(
+        "lab",
+        &workspace("slow", "team: slow", &fx.source("acme/wait"), ""),
+    );
+    wait_for("the run to start", Duration::from_secs(120), || {
+        wait_dir.join("started").exists().then_some(())
+    });
+    let release = wait_dir.join("release").display().to_string();
+    browser_with(
+        &server,
+        "live-log",
+        &lab,
+        "lab",
+        "slow",
+        &[("SNG_RELEASE", &release)],
+    );
+    server.until_in("lab", "slow", "Ready", is_ready);
+
     // Production: a plan that only creates needs no re-typed name; one that replaces does.
     server.until_in("bank", "vault", "awaiting approval", awaiting);
     browser(&server, "prod-create", &bank, "bank", "vault");
@@ -169,5 +204,33 @@ fn the_console_in_a_real_browser() {
             .iter()
             .any(|r| r["approval"][0] == replacing),
         "the apply ran the approved replacing plan: {runs}"
+    );
+}
+
+/// Over HTTPS, the session cookie is also `Secure`.
+#[test]
+fn over_tls_the_session_cookie_is_secure() {
+    let dir = tempfile::tempdir().unwrap();
+    let ca = sng_oci::testing::TestCa::create(&dir.path().join("pki")).unwrap();
+    let server = crate::service_tls::start_tls(&dir.path().join("data"), &ca, &[]);
+    let pem = std::fs::read(&ca.ca).unwrap();
+    let http = reqwest::blocking::Client::builder()
+        .add_root_certificate(reqwest::Certificate::from_pem(&pem).unwrap())
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let resp = http
+        .post(format!("{}/ui/login", server.url))
+        .form(&[("token", server.token.as_str())])
+        .send()
+        .unwrap();
+    assert_eq!(resp.status(), 303);
+    let cookie = resp.headers()["set-cookie"].to_str().unwrap().to_string();
+    for part in ["sng_console=", "HttpOnly", "SameSite=Strict", "Secure"] {
+        assert!(cookie.contains(part), "{cookie}");
+    }
+    assert!(
+        !cookie.contains(&server.token),
+        "the token stays on the server"
     );
 }

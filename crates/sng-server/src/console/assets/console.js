@@ -12,3 +12,37 @@ document.addEventListener('DOMContentLoaded', () => {
     check();
   }
 });
+
+// A run still going (`data-follow`): its log grows on the page, and its phase changes, until
+// the run ends. A failed read is tried again a little later.
+document.addEventListener('DOMContentLoaded', () => {
+  const log = document.querySelector('pre[data-follow]');
+  if (!log) return;
+  const phase = document.getElementById('run-phase');
+  let offset = Number(log.dataset.offset || 0);
+  const ended = (p) => p && p !== 'Queued' && p !== 'Running';
+  const tick = async () => {
+    let delay = 1000;
+    try {
+      const r = await fetch(`${log.dataset.follow}?offset=${offset}`, { credentials: 'same-origin' });
+      if (r.ok) {
+        const text = await r.text();
+        if (text) log.textContent += text;
+        offset = Number(r.headers.get('X-Sng-Log-Size') || offset);
+        const p = r.headers.get('X-Sng-Run-Phase');
+        if (phase && p) phase.textContent = p;
+        if (ended(p)) {
+          log.removeAttribute('data-follow');
+          log.dataset.ended = p;
+          return;
+        }
+      } else {
+        delay = 5000;
+      }
+    } catch {
+      delay = 5000;
+    }
+    setTimeout(tick, delay);
+  };
+  setTimeout(tick, 500);
+});
