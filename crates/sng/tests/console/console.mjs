@@ -28,6 +28,31 @@ function check(cond, what) {
 // Every page's HTML is kept, to check no secret value ever reached the browser.
 const seen = [];
 
+// The accessibility of the page in view: axe-core's serious or critical violations fail.
+const axeSource = fs.readFileSync(path.join(process.env.SNG_NODE_TOOLS, 'node_modules/axe-core/axe.min.js'), 'utf8');
+const audited = [];
+async function accessible(page, what) {
+  // Evaluated over the DevTools protocol: the page's Content-Security-Policy stays as it is.
+  await page.evaluate(axeSource);
+  const bad = await page.evaluate(async () => {
+    const r = await window.axe.run(document, { resultTypes: ['violations'] });
+    return r.violations
+      .filter((v) => v.impact === 'serious' || v.impact === 'critical')
+      .map((v) => `${v.id} (${v.impact}): ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`);
+  });
+  check(bad.length === 0, `${what}: accessibility violations: ${bad.join('; ')}`);
+  audited.push(what);
+}
+
+// Press Tab until the focused element is the one `wanted` names (a CSS selector).
+async function tabTo(page, wanted) {
+  for (let i = 0; i < 80; i++) {
+    await page.keyboard.press('Tab');
+    if (await page.evaluate((sel) => document.activeElement && document.activeElement.matches(sel), wanted)) return;
+  }
+  throw new Error(`check failed: ${wanted} cannot be reached with the keyboard`);
+}
+
 async function signIn(page, tok) {
   const r = await page.goto(`${base}/ui/`);
   check(r.ok(), `GET /ui/ answers ${r.status()}`);
@@ -49,6 +74,7 @@ async function openWorkspace(page, name) {
 async function browse(page, context) {
   // A wrong token is refused, on the sign-in page.
   await page.goto(`${base}/ui/login`);
+  await accessible(page, 'the sign-in page');
   await page.fill('#token', 'sng_not-a-token');
   const [refused] = await Promise.all([page.waitForResponse((r) => r.url().endsWith('/ui/login') && r.request().method() === 'POST'), page.click('#sign-in')]);
   check(refused.status() === 401, `a wrong token answers 401, not ${refused.status()}`);
@@ -63,12 +89,14 @@ async function browse(page, context) {
   // Tenants: the token sees its own, marked sandbox.
   check(JSON.stringify(await rows(page, 'tenants')) === JSON.stringify([tenant]), 'the tenants page lists only the token\'s tenant');
   check((await page.textContent('#tenants')).includes('sandbox'), 'a non-production tenant shows `sandbox`');
+  await accessible(page, 'the tenants page');
   await Promise.all([page.waitForURL(has(`/ui/t/${tenant}/workspaces`)), page.click(`#tenants a`)]);
 
   // The first page: 50 workspaces, a link to the next one.
   const first = await rows(page, 'workspaces');
   check(first.length === 50, `the first page holds 50 workspaces, not ${first.length}`);
   check(first.includes('db-1'), 'the first page lists db-1');
+  await accessible(page, 'the workspaces page');
   await Promise.all([page.waitForURL(has('after=')), page.click('#next-page')]);
   const second = await rows(page, 'workspaces');
   check(second.length === 7 && second.includes('web-1') && !second.some((n) => first.includes(n)), `the second page holds the 7 others: ${second}`);
@@ -97,6 +125,7 @@ async function browse(page, context) {
   // A workspace: its module and pinned digest, conditions, output keys (no values), runs.
   await openWorkspace(page, 'web-1');
   check((await page.textContent('#pinned-digest')).startsWith('sha256:'), 'the pinned digest is shown');
+  await accessible(page, 'a workspace page');
   check((await page.textContent('#conditions')).includes('Ready'), 'the conditions are shown');
   const keys = await page.$$eval('#output-keys code', (cs) => cs.map((c) => c.textContent));
   check(keys.includes('token') && keys.includes('name'), `the output keys are shown: ${keys}`);
@@ -107,12 +136,14 @@ async function browse(page, context) {
   const run = await page.textContent('#run');
   check(run.includes('sha256:') && run.includes('web-1'), `the run shows its workspace and module digest: ${run}`);
   check((await page.textContent('#log')).length > 0, 'the run shows its log');
+  await accessible(page, 'a run page');
 
   // Another tenant's workspace, and a run that does not exist: 404.
   for (const p of ['/ui/t/other/workspaces/hidden', '/ui/t/other/workspaces', `/ui/t/${tenant}/runs/run-does-not-exist`]) {
     const r = await page.goto(`${base}${p}`);
     check(r.status() === 404, `${p} answers 404, not ${r.status()}`);
   }
+  await accessible(page, 'an error page');
 
   // Sign out: the session is over.
   await page.goto(`${base}/ui/tenants`);
@@ -146,6 +177,7 @@ async function approve(page) {
   const elsewhere = await page.request.post(`${base}/ui/t/${tenant}/workspaces/${workspace}/approve`, { form: { csrf, plan_id: plan }, headers: { Origin: 'http://evil.example' } });
   check(elsewhere.status() === 403, `a form sent from another site answers 403, not ${elsewhere.status()}`);
   check((await page.getAttribute('#approve', 'class')) === 'primary', 'a plan outside production: a plain approve button');
+  await accessible(page, 'the approval form');
   check((await page.$('#confirm')) === null, 'no name to re-type outside production');
   await Promise.all([page.waitForURL(has('notice=approved')), page.click('#approve')]);
   check((await page.textContent('#notice')).includes('approved'), 'the page says the plan is approved');
@@ -156,6 +188,7 @@ async function prodApprove(page) {
   await openWorkspace(page, workspace);
   check((await page.textContent('h1')).includes('PROD'), 'a production tenant\'s workspace shows PROD');
   check((await page.getAttribute('#approve', 'class')) === 'danger', 'a destroying plan in production: a red button');
+  await accessible(page, 'the production approval form');
   await page.fill('#confirm', 'wrong-name');
   check(await page.isDisabled('#approve'), 'a wrong name keeps the button disabled');
   // Sent anyway (the script's check bypassed), the server refuses it.
@@ -195,7 +228,27 @@ async function liveLog(page) {
   seen.push(after);
 }
 
-const scenarios = { browse, viewer, approve, 'prod-create': prodCreate, 'prod-approve': prodApprove, 'live-log': liveLog };
+// The main flow with the keyboard only: sign in, a tenant, a workspace, a run.
+async function keyboard(page) {
+  await page.goto(`${base}/ui/login`);
+  await tabTo(page, '#token');
+  await page.keyboard.type(token);
+  await Promise.all([page.waitForURL(has('/ui/tenants')), page.keyboard.press('Enter')]);
+  await tabTo(page, `#tenants a[href="/ui/t/${tenant}/workspaces"]`);
+  await Promise.all([page.waitForURL(has('/workspaces')), page.keyboard.press('Enter')]);
+  await tabTo(page, '#q');
+  await page.keyboard.type(workspace);
+  await Promise.all([page.waitForURL(has(`q=${workspace}`)), page.keyboard.press('Enter')]);
+  await tabTo(page, `#workspaces a[href$="/workspaces/${workspace}"]`);
+  await Promise.all([page.waitForURL(has(`/workspaces/${workspace}`)), page.keyboard.press('Enter')]);
+  await tabTo(page, '#runs tbody a');
+  await Promise.all([page.waitForURL(has('/runs/')), page.keyboard.press('Enter')]);
+  await tabTo(page, '#log');
+  await tabTo(page, '#sign-out');
+  await Promise.all([page.waitForURL(has('/ui/login')), page.keyboard.press('Enter')]);
+}
+
+const scenarios = { browse, viewer, approve, 'prod-create': prodCreate, 'prod-approve': prodApprove, 'live-log': liveLog, keyboard };
 
 const browser = await chromium.launch({
   executablePath: process.env.SNG_CHROMIUM || '/usr/bin/chromium',
@@ -215,7 +268,7 @@ try {
   if (!run) throw new Error(`unknown scenario ${scenario}`);
   await run(page, context);
   for (const html of seen) check(!canary || !html.includes(canary), 'no secret value reaches the browser');
-  console.log(`ok ${scenario} (${seen.length} pages and answers checked)`);
+  console.log(`ok ${scenario} (${seen.length} pages and answers checked; accessibility: ${audited.join(', ') || 'none'})`);
 } catch (e) {
   console.error(e.stack || String(e));
   code = 1;

@@ -60,6 +60,7 @@ fn browser_with(
         "scenario {scenario}: {stdout}\n{stderr}"
     );
     assert!(stdout.contains(&format!("ok {scenario}")), "{stdout}");
+    eprint!("{stdout}");
     stdout
 }
 
@@ -138,7 +139,10 @@ fn the_console_in_a_real_browser() {
         .clone();
 
     // Sign in, list, page, filter, a workspace, a run, another tenant, sign out.
-    browser(&server, "browse", &lab, "lab", "");
+    let browsed = browser(&server, "browse", &lab, "lab", "");
+    assert!(browsed.contains("a run page"), "{browsed}");
+    // The same flow with the keyboard only.
+    browser(&server, "keyboard", &lab, "lab", "web-1");
     // A viewer: no button, no secret value; the approve route refuses it.
     let viewer = create_token(&server, &lab, "lab", "viewer");
     browser(&server, "viewer", &viewer, "lab", "");
