@@ -60,11 +60,12 @@ pub(super) async fn workspaces(
     let read = blocking(&c.app, move |s| {
         access::tenant_exists(s, &t)?;
         let tenants = visible_tenants(s, &who)?;
+        // The cheap tests first: the status needs the workspace rendered.
         let keep = |o: &Object| {
-            let v = render(o.clone(), false);
-            (status.is_empty() || html::workspace_status(&v) == status)
-                && selector.matches(&o.meta().labels)
+            selector.matches(&o.meta().labels)
                 && (search.is_empty() || o.meta().name.contains(&search))
+                && (status.is_empty()
+                    || html::workspace_status(&render(o.clone(), false)) == status)
         };
         let (objects, next) = if status.is_empty() && selector.is_empty() && search.is_empty() {
             s.list_page(Kind::Workspace, &t, PAGE, after.as_deref())?
