@@ -211,10 +211,16 @@ fn visible_tenants(
     Ok(objects
         .into_iter()
         .filter_map(|o| match o {
-            Object::Tenant(t) if who.can_see(&t.metadata.name) => Some(TenantRow {
-                name: t.metadata.name.clone(),
-                production: t.spec.production,
-            }),
+            Object::Tenant(t) if who.can_see(&t.metadata.name) => {
+                let q = t.spec.quotas.clone().unwrap_or_default();
+                Some(TenantRow {
+                    name: t.metadata.name.clone(),
+                    production: t.spec.production,
+                    quotas: [q.workspaces, q.concurrent_runs, q.runs_per_hour],
+                    workspaces: None,
+                    frozen: t.freeze_at(&crate::service::freeze::now()).is_some(),
+                })
+            }
             _ => None,
         })
         .collect())
@@ -335,7 +341,15 @@ async fn switch(me: Signed, Query(q): Query<SwitchQuery>) -> Response {
 
 async fn tenants(State(c): State<Console>, me: Signed) -> Response {
     let who = me.who.clone();
-    match blocking(&c.app, move |s| visible_tenants(s, &who)).await {
+    let counted = blocking(&c.app, move |s| {
+        let mut rows = visible_tenants(s, &who)?;
+        for row in &mut rows {
+            let counts = s.count(&row.name)?;
+            row.workspaces = Some(counts.get(Kind::Workspace.as_str()).copied().unwrap_or(0));
+        }
+        Ok(rows)
+    });
+    match counted.await {
         Ok(rows) => signed_page(&me, &rows, None, "Tenants", &pages::tenants(&rows)),
         Err(e) => failed(e),
     }

@@ -24,6 +24,22 @@ pub fn login(error: Option<&str>) -> String {
 pub struct TenantRow {
     pub name: String,
     pub production: bool,
+    /// Its quotas: workspaces, concurrent runs, runs an hour (none: unlimited).
+    pub quotas: [Option<u32>; 3],
+    /// The workspaces it holds (counted on the tenants page only).
+    pub workspaces: Option<i64>,
+    /// It is frozen now.
+    pub frozen: bool,
+}
+
+/// `USED / QUOTA`, `USED`, or `QUOTA max` when the use is not counted.
+fn use_of(used: Option<i64>, quota: Option<u32>) -> String {
+    match (used, quota) {
+        (Some(u), Some(q)) => format!("{u} / {q}"),
+        (Some(u), None) => u.to_string(),
+        (None, Some(q)) => format!("at most {q}"),
+        (None, None) => "no limit".into(),
+    }
 }
 
 /// The tenants the token sees.
@@ -31,17 +47,27 @@ pub fn tenants(rows: &[TenantRow]) -> String {
     let body: String = rows
         .iter()
         .map(|t| {
+            let frozen = if t.frozen {
+                " <span class=\"badge frozen\">frozen</span>"
+            } else {
+                ""
+            };
             format!(
-                "<tr><td><a href=\"/ui/t/{u}/workspaces\">{n}</a></td><td>{b}</td></tr>",
+                "<tr><td><a href=\"/ui/t/{u}/workspaces\">{n}</a></td><td>{b}{frozen}</td><td>{w}</td><td>{c}</td><td>{h}</td></tr>",
                 u = url(&t.name),
                 n = esc(&t.name),
-                b = tenant_badge(t.production)
+                b = tenant_badge(t.production),
+                w = use_of(t.workspaces, t.quotas[0]),
+                c = use_of(None, t.quotas[1]),
+                h = use_of(None, t.quotas[2]),
             )
         })
         .collect();
     format!(
         "<h1>Tenants</h1><table id=\"tenants\"><thead><tr><th scope=\"col\">Tenant</th>\
-         <th scope=\"col\">Kind</th></tr></thead><tbody>{body}</tbody></table>"
+         <th scope=\"col\">Kind</th><th scope=\"col\">Workspaces (quota)</th>\
+         <th scope=\"col\">Concurrent runs</th><th scope=\"col\">Runs an hour</th></tr></thead>\
+         <tbody>{body}</tbody></table>"
     )
 }
 
@@ -446,6 +472,28 @@ mod tests {
         let plain = page(0);
         assert!(plain.contains("class=\"primary\"") && !plain.contains("name=\"confirm\""));
         assert!(plain.contains("<code>url</code>"));
+    }
+
+    #[test]
+    fn tenants_show_their_badges_and_quota_use() {
+        let row = |name: &str, production, quotas, workspaces, frozen| TenantRow {
+            name: name.into(),
+            production,
+            quotas,
+            workspaces,
+            frozen,
+        };
+        let page = tenants(&[
+            row("bank", true, [Some(10), Some(2), None], Some(3), false),
+            row("lab", false, [None; 3], Some(0), true),
+        ]);
+        assert!(page.contains(">PROD<") && page.contains(">sandbox<"));
+        assert!(
+            page.contains("<td>3 / 10</td><td>at most 2</td><td>no limit</td>"),
+            "{page}"
+        );
+        assert!(page.contains(">frozen<"));
+        assert_eq!(use_of(Some(4), None), "4");
     }
 
     #[test]

@@ -89,6 +89,7 @@ async function browse(page, context) {
   // Tenants: the token sees its own, marked sandbox.
   check(JSON.stringify(await rows(page, 'tenants')) === JSON.stringify([tenant]), 'the tenants page lists only the token\'s tenant');
   check((await page.textContent('#tenants')).includes('sandbox'), 'a non-production tenant shows `sandbox`');
+  check((await page.textContent('#tenants tbody td:nth-child(3)')).trim() === '57', 'the tenant holds 57 workspaces');
   await accessible(page, 'the tenants page');
   await Promise.all([page.waitForURL(has(`/ui/t/${tenant}/workspaces`)), page.click(`#tenants a`)]);
 
