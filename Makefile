@@ -64,3 +64,8 @@ bench-agents: build
 ## events and replays), and how soon the queue is worked.
 bench-hook: build
 	SNG_BIN=target/release/sng bench/registry-hook.sh
+
+## bench-console: the web console's workspaces page over 10,000 workspaces (first page, filters,
+## search), request time p50/p90/max.
+bench-console: build
+	SNG_BIN=target/release/sng bench/console.sh
