@@ -5,6 +5,7 @@
 //! API (`crate::service`): another tenant answers 404, a viewer sees no button it cannot use
 //! and never a secret value (outputs show their keys only).
 
+mod actions;
 pub mod html;
 mod pages;
 mod session;
@@ -59,7 +60,15 @@ pub fn routes<S: Clone + Send + Sync + 'static>(app: AppState) -> Router<S> {
         .route("/ui/t/{tenant}/workspaces/{name}", get(views::workspace))
         .route(
             "/ui/t/{tenant}/workspaces/{name}/approve",
-            post(views::approve),
+            post(actions::approve),
+        )
+        .route(
+            "/ui/t/{tenant}/workspaces/{name}/refresh",
+            post(actions::refresh),
+        )
+        .route(
+            "/ui/t/{tenant}/workspaces/{name}/cancel",
+            post(actions::cancel),
         )
         .route("/ui/t/{tenant}/runs/{id}", get(views::run))
         .route("/ui/t/{tenant}/runs/{id}/log", get(views::run_log))

@@ -178,8 +178,23 @@ pub struct WorkspacePage<'a> {
     pub output_keys: &'a [String],
     /// The approve form, when a plan awaits approval and the principal may approve it.
     pub approve: Option<ApproveForm<'a>>,
+    /// The CSRF token of the session when the principal may act (operator, admin): the
+    /// refresh and cancel buttons show where they apply.
+    pub operator_csrf: Option<&'a str>,
     /// A notice at the top (the result of an action).
     pub notice: Option<&'a str>,
+}
+
+/// A button that POSTs `action` on the workspace (with the session's CSRF token).
+fn action_button(tenant: &str, name: &str, action: &str, label: &str, csrf: &str) -> String {
+    format!(
+        "<form method=\"post\" action=\"/ui/t/{t}/workspaces/{u}/{action}\" class=\"inline\">\
+         <input type=\"hidden\" name=\"csrf\" value=\"{csrf}\">\
+         <button type=\"submit\" id=\"{action}\">{label}</button></form> ",
+        t = url(tenant),
+        u = url(name),
+        csrf = esc(csrf),
+    )
 }
 
 /// The approve form of a plan awaiting approval.
@@ -252,6 +267,23 @@ pub fn workspace(p: &WorkspacePage) -> String {
         .as_ref()
         .map(|a| approve_form(p.tenant, name, a))
         .unwrap_or_default();
+    let mut buttons = String::new();
+    if let Some(csrf) = p.operator_csrf {
+        if ws.pointer("/spec/refresh").is_some_and(|r| !r.is_null()) {
+            buttons += &action_button(p.tenant, name, "refresh", "Refresh now", csrf);
+        }
+        if ws
+            .pointer("/status/activeJob")
+            .is_some_and(|j| !j.is_null())
+        {
+            buttons += &action_button(p.tenant, name, "cancel", "Cancel the run", csrf);
+        }
+    }
+    let buttons = if buttons.is_empty() {
+        buttons
+    } else {
+        format!("<p class=\"actions\">{buttons}</p>")
+    };
     let outputs = if p.output_keys.is_empty() {
         "<p>No outputs published.</p>".to_string()
     } else {
@@ -278,7 +310,7 @@ pub fn workspace(p: &WorkspacePage) -> String {
          <h2>Module</h2><table class=\"kv\">{module_rows}{pinned}</table>\
          <h2>Conditions</h2><table id=\"conditions\"><thead><tr><th scope=\"col\">Type</th><th scope=\"col\">Status</th>\
          <th scope=\"col\">Reason</th><th scope=\"col\">Message</th></tr></thead><tbody>{conditions}</tbody></table>\
-         {plan}{approve}<h2>Outputs</h2>{outputs}<h2>Runs</h2>{runs}",
+         {buttons}{plan}{approve}<h2>Outputs</h2>{outputs}<h2>Runs</h2>{runs}",
         n = esc(name),
         sb = status_badge(status),
         tb = tenant_badge(p.production),
@@ -462,6 +494,7 @@ mod tests {
                     csrf: "c",
                     destroys_in_production: destroys,
                 }),
+                operator_csrf: Some("c"),
                 notice: None,
             })
         };
@@ -472,6 +505,27 @@ mod tests {
         let plain = page(0);
         assert!(plain.contains("class=\"primary\"") && !plain.contains("name=\"confirm\""));
         assert!(plain.contains("<code>url</code>"));
+        assert!(!plain.contains("id=\"refresh\"") && !plain.contains("id=\"cancel\""));
+        let ws = json!({"metadata": {"name": "w"}, "spec": {"refresh": {"interval": "1h"}}, "status": {"activeJob": "run-1"}});
+        let page = |csrf| {
+            workspace(&WorkspacePage {
+                tenant: "lab",
+                production: false,
+                ws: &ws,
+                runs: &[],
+                output_keys: &[],
+                approve: None,
+                operator_csrf: csrf,
+                notice: None,
+            })
+        };
+        let operator = page(Some("c"));
+        assert!(
+            operator.contains("action=\"/ui/t/lab/workspaces/w/refresh\""),
+            "{operator}"
+        );
+        assert!(operator.contains("action=\"/ui/t/lab/workspaces/w/cancel\""));
+        assert!(!page(None).contains("<button"), "a viewer: no button");
     }
 
     #[test]

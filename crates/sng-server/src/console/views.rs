@@ -3,20 +3,16 @@
 
 use axum::extract::{Path, Query, State};
 use axum::response::Response;
-use axum::Form;
 use serde::Deserialize;
 use sng_api::{Kind, Object};
 use sng_store::Role;
 
-use crate::app::{blocking, service};
+use crate::app::blocking;
 use crate::error::ApiError;
 use crate::service::{access, confirm, render};
 
 use super::pages::{self, Filters, WorkspaceRow};
-use super::{
-    failed, html, see_other, session, signed_page, visible_tenants, Console, Signed, PAGE,
-    RUNS_SHOWN,
-};
+use super::{failed, html, signed_page, visible_tenants, Console, Signed, PAGE, RUNS_SHOWN};
 
 #[derive(Deserialize, Default)]
 pub(super) struct ListQuery {
@@ -181,10 +177,7 @@ pub(super) async fn workspace(
         }
         _ => None,
     };
-    let notice = match q.notice.as_str() {
-        "approved" => Some("Plan approved: the apply starts."),
-        _ => None,
-    };
+    let notice = super::actions::notice(&q.notice);
     let production = tenants.iter().any(|t| t.name == tenant && t.production);
     let body = pages::workspace(&pages::WorkspacePage {
         tenant: &tenant,
@@ -193,6 +186,11 @@ pub(super) async fn workspace(
         runs: &runs,
         output_keys: &output_keys,
         approve,
+        operator_csrf: me
+            .who
+            .role
+            .allows(Role::Operator)
+            .then_some(me.session.csrf.as_str()),
         notice,
     });
     signed_page(
@@ -202,58 +200,6 @@ pub(super) async fn workspace(
         &format!("Workspace {name}"),
         &body,
     )
-}
-
-#[derive(Deserialize)]
-pub(super) struct ApproveForm {
-    #[serde(default)]
-    csrf: String,
-    plan_id: String,
-    #[serde(default)]
-    confirm: String,
-}
-
-/// Approve the plan awaiting approval, through the service `POST …/approve` uses (the
-/// production confirmation included), after the checks of the API: scope, role, freeze.
-pub(super) async fn approve(
-    State(c): State<Console>,
-    me: Signed,
-    Path((tenant, name)): Path<(String, String)>,
-    Form(f): Form<ApproveForm>,
-) -> Response {
-    if let Err(e) = access::scope(&me.who, &tenant)
-        .and_then(|_| access::role(&me.who, Role::Operator, "approving a plan"))
-    {
-        return failed(e);
-    }
-    if !session::csrf_ok(&me.session, &f.csrf) {
-        return failed(ApiError::forbidden(
-            "the form's CSRF token does not match this session; reload the page",
-        ));
-    }
-    if c.app.read_only {
-        return failed(ApiError::frozen(crate::service::freeze::read_only_message()));
-    }
-    let (who, t, n) = (me.who.clone(), tenant.clone(), name.clone());
-    let req = crate::service::approve::ApproveRequest {
-        plan_id: f.plan_id,
-        confirm: Some(f.confirm.trim().to_string()).filter(|s| !s.is_empty()),
-    };
-    let done = service(&c.app, move |s, p| {
-        if let Some(freeze) = crate::service::freeze::freeze_of(s, &t)? {
-            return Err(crate::service::freeze::frozen_error(&t, &freeze));
-        }
-        crate::service::approve::approve(s, p, &who, &t, &n, &req)
-    })
-    .await;
-    match done {
-        Ok(_) => see_other(&format!(
-            "/ui/t/{}/workspaces/{}?notice=approved",
-            html::url(&tenant),
-            html::url(&name)
-        )),
-        Err(e) => failed(e),
-    }
 }
 
 pub(super) async fn run(

@@ -249,7 +249,20 @@ async function keyboard(page) {
   await Promise.all([page.waitForURL(has('/ui/login')), page.keyboard.press('Enter')]);
 }
 
-const scenarios = { browse, viewer, approve, 'prod-create': prodCreate, 'prod-approve': prodApprove, 'live-log': liveLog, keyboard };
+// An operator's buttons: `Refresh now` (a workspace with spec.refresh), `Cancel the run` (a
+// run going on); SNG_ACTION names which.
+async function act(page) {
+  const action = process.env.SNG_ACTION;
+  await signIn(page, token);
+  await openWorkspace(page, workspace);
+  check((await page.$(`#${action}`)) !== null, `the ${action} button is shown`);
+  await accessible(page, `the ${action} button`);
+  await Promise.all([page.waitForURL(has('notice=')), page.click(`#${action}`)]);
+  const notice = await page.textContent('#notice');
+  check(notice.includes(action === 'refresh' ? 'Refresh due now' : 'cancelled'), `the page says what was done: ${notice}`);
+}
+
+const scenarios = { browse, viewer, approve, 'prod-create': prodCreate, 'prod-approve': prodApprove, 'live-log': liveLog, keyboard, act };
 
 const browser = await chromium.launch({
   executablePath: process.env.SNG_CHROMIUM || '/usr/bin/chromium',

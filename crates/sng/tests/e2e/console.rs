@@ -75,7 +75,9 @@ fn the_console_in_a_real_browser() {
     fx.push_tf("acme/r", "1", REPLACE_MODULE);
     let wait_dir = fx.dir("wait");
     fx.push_tf("acme/wait", "1", &waiting_module(&wait_dir));
-    let server = fx.server_writing(&[&wait_dir]);
+    let stuck_dir = fx.dir("stuck");
+    fx.push_tf("acme/stuck", "1", &waiting_module(&stuck_dir));
+    let server = fx.server_writing(&[&wait_dir, &stuck_dir]);
     let lab = server.tenant_token("lab");
     let bank = last_line(&ok(server.sng(&[
         "tenant",
@@ -95,7 +97,7 @@ fn the_console_in_a_real_browser() {
         "web-1",
         "team: web",
         &out_src,
-        "  varsFrom:\n    - secretRef: {name: cited, key: token}\n",
+        "  refresh: {interval: 1h}\n  varsFrom:\n    - secretRef: {name: cited, key: token}\n",
     );
     lab_objects += &workspace(
         "db-1",
@@ -166,6 +168,27 @@ fn the_console_in_a_real_browser() {
         "the apply ran the approved plan: {runs}"
     );
 
+    // Refresh now: a drift check runs.
+    let runs_of = |ws: &str| {
+        server.api(&format!("/tenants/lab/workspaces/{ws}/runs"))["items"]
+            .as_array()
+            .unwrap()
+            .clone()
+    };
+    let before = runs_of("web-1").len();
+    browser_with(
+        &server,
+        "act",
+        &operator,
+        "lab",
+        "web-1",
+        &[("SNG_ACTION", "refresh")],
+    );
+    wait_for("the refresh run", Duration::from_secs(120), || {
+        let runs = runs_of("web-1");
+        (runs.len() > before && runs[0]["phase"] == "Succeeded").then_some(())
+    });
+
     // A run going on: its log grows on the page, its phase changes, without a reload.
     server.apply_in(
         "lab",
@@ -184,6 +207,26 @@ fn the_console_in_a_real_browser() {
         &[("SNG_RELEASE", &release)],
     );
     server.until_in("lab", "slow", "Ready", is_ready);
+
+    // Cancel the run going on: it ends Interrupted.
+    server.apply_in(
+        "lab",
+        &workspace("stuck", "team: stuck", &fx.source("acme/stuck"), ""),
+    );
+    wait_for("the stuck run to start", Duration::from_secs(120), || {
+        stuck_dir.join("started").exists().then_some(())
+    });
+    browser_with(
+        &server,
+        "act",
+        &operator,
+        "lab",
+        "stuck",
+        &[("SNG_ACTION", "cancel")],
+    );
+    wait_for("the cancelled run", Duration::from_secs(120), || {
+        (runs_of("stuck")[0]["phase"] == "Interrupted").then_some(())
+    });
 
     // Production: a plan that only creates needs no re-typed name; one that replaces does.
     server.until_in("bank", "vault", "awaiting approval", awaiting);
