@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use crate::common;
 
-use common::tenants::create_token;
+use common::tenants::{self, create_token};
 use common::*;
 
 /// A secret value that must never reach the browser.
@@ -280,4 +280,68 @@ fn over_tls_the_session_cookie_is_secure() {
         !cookie.contains(&server.token),
         "the token stays on the server"
     );
+}
+
+/// The session acts as its token, checked again on every page: a revoked token ends it. Without
+/// a session, a page sends to the sign-in page; a form from another site is refused.
+#[test]
+fn a_revoked_token_ends_its_session() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path());
+    let admin = server.tenant_token("lab");
+    let viewer = create_token(&server, &admin, "lab", "viewer");
+    let http = reqwest::blocking::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let ui = |path: &str| format!("{}/ui{path}", server.url);
+    let location = |r: &reqwest::blocking::Response| {
+        r.headers()
+            .get("location")
+            .map(|l| l.to_str().unwrap().to_string())
+    };
+
+    let r = http.get(ui("/tenants")).send().unwrap();
+    assert_eq!(
+        (r.status().as_u16(), location(&r).as_deref()),
+        (303, Some("/ui/login"))
+    );
+    let r = http
+        .post(ui("/login"))
+        .header("Origin", "http://evil.example")
+        .form(&[("token", viewer.as_str())])
+        .send()
+        .unwrap();
+    assert_eq!(r.status(), 403, "a sign-in form from another site");
+    assert!(r.headers().get("set-cookie").is_none());
+
+    let r = http
+        .post(ui("/login"))
+        .form(&[("token", viewer.as_str())])
+        .send()
+        .unwrap();
+    assert_eq!(r.status(), 303);
+    let cookie = r.headers()["set-cookie"].to_str().unwrap();
+    let cookie = cookie.split(';').next().unwrap().to_string();
+    let page = |path: &str| http.get(ui(path)).header("Cookie", &cookie).send().unwrap();
+    let r = page("/tenants");
+    assert_eq!(r.status(), 200);
+    assert_eq!(r.headers()["cache-control"], "no-store");
+    assert!(r.headers()["content-security-policy"]
+        .to_str()
+        .unwrap()
+        .contains("frame-ancestors 'none'"));
+    assert!(r.text().unwrap().contains("viewer of lab"));
+
+    let who = tenants::get(&server, &viewer, "/api/v1/whoami");
+    let id = who["tokenId"].as_str().unwrap().to_string();
+    ok(server.sng_as(&admin, "lab", &["token", "revoke", &id], None));
+    let r = page("/tenants");
+    assert_eq!(
+        (r.status().as_u16(), location(&r).as_deref()),
+        (303, Some("/ui/login")),
+        "the revoked token's session is over"
+    );
+    // and stays over, whatever the token becomes
+    assert_eq!(page("/t/lab/workspaces").status(), 303);
 }
