@@ -69,3 +69,8 @@ bench-hook: build
 ## search), request time p50/p90/max.
 bench-console: build
 	SNG_BIN=target/release/sng bench/console.sh
+
+## screenshots: docs/screenshots/*.png of the web console, taken by its browser test (each page
+## the accessibility check audits).
+screenshots:
+	SNG_SCREENSHOTS=$(CURDIR)/docs/screenshots cargo test -p sng --test e2e console::the_console_in_a_real_browser

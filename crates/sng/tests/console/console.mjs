@@ -2,7 +2,8 @@
 // per run (argv[2]); the Rust test (crates/sng/tests/e2e/console.rs) starts the server, makes
 // the tenants, workspaces and runs, and gives the URL and tokens in the environment:
 //   SNG_URL, SNG_TOKEN, SNG_TENANT, SNG_CANARY, SNG_NODE_TOOLS (.tools/node), and per scenario
-//   SNG_WORKSPACE. Prints `ok SCENARIO` and exits 0 when every check holds; exits 1 naming
+//   SNG_WORKSPACE; SNG_SCREENSHOTS (a directory: `make screenshots`) saves each audited page
+//   there. Prints `ok SCENARIO` and exits 0 when every check holds; exits 1 naming
 //   the first that does not.
 import { createRequire } from 'node:module';
 import fs from 'node:fs';
@@ -42,6 +43,15 @@ async function accessible(page, what) {
   });
   check(bad.length === 0, `${what}: accessibility violations: ${bad.join('; ')}`);
   audited.push(what);
+  // `make screenshots`: each audited page, as docs/screenshots/NAME.png.
+  if (process.env.SNG_SCREENSHOTS) {
+    const name = what.replace(/^(the|a|an) /, '').replace(/[^a-z0-9]+/gi, '-').toLowerCase();
+    fs.mkdirSync(process.env.SNG_SCREENSHOTS, { recursive: true });
+    // An action's page: its form in view.
+    const action = await page.$('#approve-form, p.actions');
+    if (action) await action.scrollIntoViewIfNeeded();
+    await page.screenshot({ path: path.join(process.env.SNG_SCREENSHOTS, `${name}.png`) });
+  }
 }
 
 // Press Tab until the focused element is the one `wanted` names (a CSS selector).
@@ -270,7 +280,7 @@ const browser = await chromium.launch({
 });
 let code = 0;
 try {
-  const context = await browser.newContext();
+  const context = await browser.newContext({ viewport: { width: 1100, height: 700 } });
   const page = await context.newPage();
   // Every answer the browser gets is checked for the canary too.
   page.on('response', async (r) => {
