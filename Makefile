@@ -1,7 +1,7 @@
 # sng — two commands on a fresh machine: `make demo` and `make test`.
 CARGO ?= cargo
 
-.PHONY: all build demo test setup lint bench bench-scale bench-pass bench-replicas bench-agents bench-hook bench-retry
+.PHONY: all build demo test setup lint bench bench-scale bench-pass bench-replicas bench-agents bench-hook bench-retry bench-console screenshots
 
 all: build
 
@@ -69,3 +69,13 @@ bench-hook: build
 ## spread over the backoff window, and that a user's apply made meanwhile starts first.
 bench-retry: build
 	SNG_BIN=target/release/sng bench/retry-storm.sh
+
+## bench-console: the web console's workspaces page over 10,000 workspaces (first page, filters,
+## search), request time p50/p90/max.
+bench-console: build
+	SNG_BIN=target/release/sng bench/console.sh
+
+## screenshots: docs/screenshots/*.png of the web console, taken by its browser test (each page
+## the accessibility check audits).
+screenshots:
+	SNG_SCREENSHOTS=$(CURDIR)/docs/screenshots cargo test -p sng --test e2e console::the_console_in_a_real_browser

@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Install the Node.js tools of the tests in .tools/node (git-ignored), from the npm registry with
 # the machine's Node.js: `ajv` with `ajv-formats` (the JSON Schemas of `sng schema` compiled in
-# strict mode) and `playwright-core` (the console driven in Debian's chromium). Idempotent.
+# strict mode), `playwright-core` (the console driven in Debian's chromium) and `axe-core` (its
+# accessibility checked in the page). Idempotent.
 # Prints the directory (its node_modules is what NODE_PATH should name).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DIR="$(pwd)/.tools/node"
-PACKAGES=(ajv@8.17.1 ajv-formats@3.0.1 playwright-core@1.49.1)
+PACKAGES=(ajv@8.17.1 ajv-formats@3.0.1 playwright-core@1.49.1 axe-core@4.14.1)
 MARKER="$DIR/.sng-installed"
 if [ -f "$MARKER" ] && [ "$(cat "$MARKER")" = "${PACKAGES[*]}" ]; then echo "$DIR"; exit 0; fi
 command -v npm >/dev/null || {

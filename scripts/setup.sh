@@ -7,6 +7,7 @@
 #   the engine        .tools/bin/tofu (scripts/install-engine.sh) unless SNG_ENGINE is set
 #   the test provider .tools/providers (scripts/install-test-provider.sh)
 #   moto              .tools/moto (scripts/install-moto.sh), S3-compatible server for tests
+#   chromium          the browser the console's tests drive (with playwright-core, .tools/node)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -23,6 +24,8 @@ command -v curl >/dev/null || need_apt+=(curl)
 # PostgreSQL 15 (the store's second backend; the tests start their own server, scripts/pg.sh).
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need_apt+=(postgresql-15)
 command -v psql >/dev/null || need_apt+=(postgresql-client-15)
+# Debian's chromium: the web console's tests drive it (playwright-core, in .tools/node).
+[ -x /usr/bin/chromium ] || need_apt+=(chromium)
 
 if [ ${#need_apt[@]} -gt 0 ]; then
   SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"

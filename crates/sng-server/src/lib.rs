@@ -4,6 +4,7 @@
 mod app;
 mod audit;
 mod balance_watch;
+pub mod console;
 pub mod delivery;
 pub mod error;
 pub mod events;

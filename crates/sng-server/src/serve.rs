@@ -152,6 +152,10 @@ pub fn served_while_draining(path: &str) -> bool {
 /// Connections refused because the bound was reached, since start.
 pub static REFUSED_CONNECTIONS: AtomicU64 = AtomicU64::new(0);
 
+/// A request's extension: it came over TLS (the console's cookie is then `Secure`).
+#[derive(Clone, Copy, Debug)]
+pub struct OverTls;
+
 /// Serve `app` on `listener` until [`Shutdown::close`], within `limits`; over TLS when `tls`
 /// is given (`--tls-cert`, `--tls-key`).
 pub async fn serve(
@@ -171,6 +175,7 @@ pub async fn serve(
         .header_read_timeout(limits.header_read_timeout)
         .keep_alive(true);
     let builder = Arc::new(builder);
+    let over_tls = tls.is_some();
     loop {
         let (stream, _peer) = tokio::select! {
             accepted = listener.accept() => match accepted {
@@ -200,7 +205,10 @@ pub async fn serve(
                 let app = app.clone();
                 let shutdown = shutdown.clone();
                 async move {
-                    let (parts, body) = req.into_parts();
+                    let (mut parts, body) = req.into_parts();
+                    if over_tls {
+                        parts.extensions.insert(OverTls);
+                    }
                     let body = Body::new(DeadlineBody::new(
                         body,
                         limits.body_frame_timeout,

@@ -20,7 +20,7 @@ mod measures;
 mod metrics;
 mod objects;
 pub mod openapi;
-mod page;
+pub(crate) mod page;
 mod probes;
 mod process;
 mod quarantine;
@@ -106,6 +106,8 @@ fn routes(state: AppState) -> Router {
         )
         .merge(state_backend())
         .merge(agent_api::routes())
+        // The web console (`/ui/…`): its routes are the console's own, not the API's.
+        .merge(crate::console::routes(state.clone()))
         .route(
             "/api/v1/tenants/{tenant}/events",
             get(events::list_events).post(events::inject_event),

@@ -14,6 +14,7 @@ mod audit;
 mod audit_runs;
 mod balance;
 mod cli;
+mod console;
 mod database_outage;
 mod decisions;
 mod exceptions;

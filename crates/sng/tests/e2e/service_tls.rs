@@ -12,7 +12,7 @@ use common::*;
 
 /// `sng server` over HTTPS in `dir` with the certificate of `ca`; returns once `/healthz`
 /// answers over TLS.
-fn start_tls(dir: &Path, ca: &TestCa, extra: &[&str]) -> Server {
+pub(crate) fn start_tls(dir: &Path, ca: &TestCa, extra: &[&str]) -> Server {
     let child = Command::new(SNG)
         .args(["server", "--listen", "127.0.0.1:0", "--data-dir"])
         .arg(dir)
