@@ -83,6 +83,9 @@ pub struct Config {
     /// Read-only (`--read-only`): every write of every tenant is refused with `Frozen`, no run
     /// starts; reads work (incident drills, maintenance).
     pub read_only: bool,
+    /// The deepest chain of `dependsOn`/`workspaceOutputRef` that runs
+    /// (`--max-dependency-depth`); `None`: [`sng_core::decide::MAX_DEPENDENCY_DEPTH`].
+    pub max_dependency_depth: Option<usize>,
 }
 
 impl Config {
@@ -525,6 +528,9 @@ fn start_platform(
     );
     platform.tag_poll_interval = config.tag_poll_interval;
     platform.read_only = config.read_only;
+    if let Some(depth) = config.max_dependency_depth {
+        platform.max_dependency_depth = depth;
+    }
     if config.read_only {
         tracing::warn!("read-only (--read-only): every write is refused, no run starts");
     }

@@ -176,6 +176,7 @@ impl Platform {
                         .get_or_insert_with(|| crate::platform::pools::conflict(&names));
                 }
                 observed.facts.frozen = frozen.clone();
+                observed.facts.max_depth = Some(self.max_dependency_depth);
                 observed.facts.runs_quota = quotas.runs_per_hour.map(|per_hour| RunsQuota {
                     per_hour,
                     started: runs_this_hour,

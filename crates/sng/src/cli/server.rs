@@ -107,6 +107,10 @@ pub struct ServerArgs {
     /// chain of what remains still verifies from its first entry on.
     #[arg(long, env = "SNG_AUDIT_RETENTION", value_parser = parse_duration)]
     pub audit_retention: Option<std::time::Duration>,
+    /// The deepest chain of `dependsOn`/`workspaceOutputRef` that runs: a workspace with a
+    /// longer chain of parents above it does not run (Ready False, `DependencyTooDeep`).
+    #[arg(long, env = "SNG_MAX_DEPENDENCY_DEPTH", default_value_t = sng_core::decide::MAX_DEPENDENCY_DEPTH)]
+    pub max_dependency_depth: usize,
 }
 
 /// `--log-format`.
@@ -188,6 +192,7 @@ pub fn run(args: ServerArgs) -> Result<(), CliError> {
             .zip(args.tls_key)
             .map(|(cert, key)| sng_server::tls::TlsFiles { cert, key }),
         audit_retention: args.audit_retention,
+        max_dependency_depth: Some(args.max_dependency_depth),
     };
     runtime
         .block_on(sng_server::run(config))

@@ -16,6 +16,7 @@ mod balance;
 mod cli;
 mod database_outage;
 mod decisions;
+mod deep_chain;
 mod exceptions;
 mod expiry;
 mod freeze;
