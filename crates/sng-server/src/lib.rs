@@ -14,6 +14,7 @@ pub mod moving;
 pub mod platform;
 pub mod reconcile;
 pub mod remote;
+pub mod retention;
 pub mod serve;
 pub mod service;
 pub mod tls;
@@ -86,6 +87,9 @@ pub struct Config {
     /// The deepest chain of `dependsOn`/`workspaceOutputRef` that runs
     /// (`--max-dependency-depth`); `None`: [`sng_core::decide::MAX_DEPENDENCY_DEPTH`].
     pub max_dependency_depth: Option<usize>,
+    /// How long events, run logs and old state versions are kept (`--retain-events`,
+    /// `--retain-run-logs`, `--retain-state-versions`); by default everything is kept.
+    pub retention: sng_core::retention::Retention,
 }
 
 impl Config {
@@ -372,6 +376,12 @@ pub async fn run(mut config: Config) -> Result<(), ServerError> {
         config.audit_retention,
         stop.clone(),
     ));
+    // The retention of events, run logs and old state versions (nothing unless set).
+    let retention = tokio::spawn(retention::retention_loop(
+        store.clone(),
+        config.retention,
+        stop.clone(),
+    ));
     // Webhook delivery from the events outbox (settings: SNG_WEBHOOK_* variables).
     let delivery = tokio::spawn(delivery::deliver_loop(
         store.clone(),
@@ -438,6 +448,7 @@ pub async fn run(mut config: Config) -> Result<(), ServerError> {
     let _ = delivery.await;
     let _ = watch.await;
     let _ = notices.await;
+    let _ = retention.await;
     shutdown.close();
     if let Some(s) = engine_server {
         let _ = s.await;

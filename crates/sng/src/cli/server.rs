@@ -111,6 +111,18 @@ pub struct ServerArgs {
     /// longer chain of parents above it does not run (Ready False, `DependencyTooDeep`).
     #[arg(long, env = "SNG_MAX_DEPENDENCY_DEPTH", default_value_t = sng_core::decide::MAX_DEPENDENCY_DEPTH)]
     pub max_dependency_depth: usize,
+    /// How long events are kept (Go duration, e.g. `720h`): older events, once delivered to
+    /// every webhook (dead letters excepted), are removed. By default every event is kept.
+    #[arg(long, env = "SNG_RETAIN_EVENTS", value_parser = parse_duration)]
+    pub retain_events: Option<std::time::Duration>,
+    /// How long run logs are kept (Go duration): the logs of ended runs started longer ago are
+    /// removed (the run records stay). By default every log is kept.
+    #[arg(long, env = "SNG_RETAIN_RUN_LOGS", value_parser = parse_duration)]
+    pub retain_run_logs: Option<std::time::Duration>,
+    /// How many state versions each workspace keeps (its newest; at least 1): older ones are
+    /// removed, except those written by a run not ended. By default every version is kept.
+    #[arg(long, env = "SNG_RETAIN_STATE_VERSIONS", value_parser = clap::value_parser!(u32).range(1..))]
+    pub retain_state_versions: Option<u32>,
 }
 
 /// `--log-format`.
@@ -193,6 +205,11 @@ pub fn run(args: ServerArgs) -> Result<(), CliError> {
             .map(|(cert, key)| sng_server::tls::TlsFiles { cert, key }),
         audit_retention: args.audit_retention,
         max_dependency_depth: Some(args.max_dependency_depth),
+        retention: sng_core::retention::Retention {
+            events: args.retain_events,
+            run_logs: args.retain_run_logs,
+            state_versions: args.retain_state_versions.map(|n| n as usize),
+        },
     };
     runtime
         .block_on(sng_server::run(config))

@@ -41,6 +41,7 @@ mod quarantine;
 mod quickstart;
 mod quotas;
 mod replicas;
+mod retention;
 mod rotation;
 mod runs;
 mod s3;
