@@ -50,7 +50,7 @@ pub struct Version {
 /// a run that has not ended. `versions` in any order; the answer newest first.
 pub fn versions_to_prune(versions: &[Version], keep: usize) -> Vec<i64> {
     let mut sorted: Vec<&Version> = versions.iter().collect();
-    sorted.sort_by(|a, b| b.serial.cmp(&a.serial));
+    sorted.sort_by_key(|v| std::cmp::Reverse(v.serial));
     sorted
         .into_iter()
         .skip(keep.max(1))

@@ -75,6 +75,8 @@ pub struct Platform {
     pub read_only: bool,
     /// The deepest chain of dependencies that runs (`--max-dependency-depth`).
     pub max_dependency_depth: usize,
+    /// Workspaces whose outputs were just published: their children are decided at once.
+    pub published: crate::reconcile::Published,
 }
 
 /// Counters of the platform.
@@ -158,6 +160,7 @@ impl Platform {
             expiry: Default::default(),
             read_only: false,
             max_dependency_depth: sng_core::decide::MAX_DEPENDENCY_DEPTH,
+            published: Default::default(),
         }
     }
 
