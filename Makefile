@@ -1,7 +1,7 @@
 # sng — two commands on a fresh machine: `make demo` and `make test`.
 CARGO ?= cargo
 
-.PHONY: all build demo test setup lint bench bench-scale bench-pass bench-replicas bench-agents bench-hook
+.PHONY: all build demo test setup lint bench bench-scale bench-pass bench-replicas bench-agents bench-hook bench-hops
 
 all: build
 
@@ -59,6 +59,11 @@ bench-replicas: build
 ## slots, and the claim latency (job enqueued → engine started).
 bench-agents: build
 	SNG_BIN=target/release/sng bench/agents.sh
+
+## bench-hops: a chain of 20 passing outputs, with 0 and 10,000 idle workspaces in the tenant,
+## beside the bare engine: the hop from a parent's end to its child's start.
+bench-hops: build
+	SNG_BIN=target/release/sng bench/dependency-hops.sh
 
 ## bench-hook: how fast POST /hooks/registry/{tenant} acknowledges registry notifications (new
 ## events and replays), and how soon the queue is worked.

@@ -46,7 +46,7 @@ bare_chain() {
     root=$WORK/bare/$iter-$i
     mkdir -p "$root"
     cp -r "$MODULE" "$root/work"
-    printf '{"in": "%s"}\n' "$(printf '+%.0s' $(seq 1 "$i") | head -c "$i")" >"$root/work/terraform.tfvars.json"
+    printf '{"out": "%s"}\n' "$(printf '+%.0s' $(seq 1 "$i") | head -c "$i")" >"$root/work/terraform.tfvars.json"
     printf 'provider_installation {\n  direct {}\n}\n' >"$root/cli.tfrc"
     steps=$(cd "$root/work" && CHECKPOINT_DISABLE=1 TF_IN_AUTOMATION=1 TF_CLI_CONFIG_FILE="$root/cli.tfrc" \
       engine_steps "$root/engine.log") || die "bare link $i failed"
@@ -64,7 +64,7 @@ chain_yaml() {
     echo "---"
     workspace_doc "$(printf '%s-%02d' "$1" "$i")" hop
     if [ "$i" -gt 0 ]; then
-      printf '  varsFrom:\n    - workspaceOutputRef: {name: %s-%02d, output: out}\n      varName: in\n' "$1" $((i - 1))
+      printf '  varsFrom:\n    - workspaceOutputRef: {name: %s-%02d, output: out}\n' "$1" $((i - 1))
     fi
   done
 }

@@ -1,11 +1,12 @@
-# One link of a chain: reads its parent's output `out` (empty for the first), publishes its own.
-variable "in" {
+# One link of a chain: reads its parent's output `out` as the variable `out` (empty for the
+# first link), publishes its own.
+variable "out" {
   type    = string
   default = ""
 }
 
 resource "terraform_data" "link" {
-  input = "${var.in}+"
+  input = "${var.out}+"
 }
 
 output "out" {
