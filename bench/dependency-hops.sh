@@ -26,7 +26,7 @@ LINKS=${BENCH_LINKS:-20}
 ENGINE=${SNG_ENGINE:-$ROOT/.tools/bin/tofu}
 REGISTRY_BIN=${SNG_DOCKER_REGISTRY:-/usr/bin/docker-registry}
 MODULE=$ROOT/bench/modules/hop
-SERVER_LOG_FILTER=warn
+SERVER_LOG_FILTER=${BENCH_SERVER_LOG:-warn}
 SERVER_ARGS=()
 
 check_tools

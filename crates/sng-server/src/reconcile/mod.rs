@@ -41,7 +41,14 @@ impl Platform {
         let mut due: Vec<String> = Vec::new();
         let mut next: Option<i64> = None;
         let mut soonest = |at: i64| next = Some(next.map_or(at, |n: i64| n.min(at)));
+        let asked = std::time::Instant::now();
         let mut memory = self.memory.lock().unwrap_or_else(|p| p.into_inner());
+        if only.is_some() {
+            tracing::debug!(
+                waited_us = asked.elapsed().as_micros() as u64,
+                "targeted pass: the reconciler's memory taken"
+            );
+        }
         // The feed before the reads: a commit after them moves it for the next pass.
         let feed = *self.store.subscribe().borrow();
         let moved = Moved {
@@ -118,6 +125,13 @@ impl Platform {
                     continue;
                 }
             };
+            if only.is_some() {
+                tracing::debug!(
+                    since_us = asked.elapsed().as_micros() as u64,
+                    changed,
+                    "targeted pass: versions and snapshot read"
+                );
+            }
             // Workspaces with an open job (queued or running, here or elsewhere).
             let open = match self.store.job_open_workspaces(&tenant) {
                 Ok(o) => o,
@@ -414,7 +428,13 @@ pub async fn dependents_loop(platform: Arc<Platform>, stop: CancellationToken) {
         if parents.is_empty() {
             continue;
         }
-        tokio::task::block_in_place(|| platform.reconcile_once(Some(&parents)));
+        let started = std::time::Instant::now();
+        let (due, _) = tokio::task::block_in_place(|| platform.reconcile_once(Some(&parents)));
+        tracing::debug!(
+            took_us = started.elapsed().as_micros() as u64,
+            enqueued = due.len(),
+            "targeted pass"
+        );
     }
 }
 
