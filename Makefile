@@ -1,7 +1,7 @@
 # sng — two commands on a fresh machine: `make demo` and `make test`.
 CARGO ?= cargo
 
-.PHONY: all build demo test setup lint bench bench-scale bench-pass bench-replicas bench-agents bench-hook bench-retry bench-console screenshots
+.PHONY: all build demo test setup lint bench bench-scale bench-pass bench-replicas bench-agents bench-hook bench-retry bench-console screenshots bench-hops
 
 all: build
 
@@ -21,9 +21,10 @@ setup:
 ## then the end-to-end tests again against PostgreSQL (the `e2e` binary and any single-file
 ## test beside it), but the modules of PG_E2E_SKIP (the master key rotation and the raw SQLite
 ## file checks are the data directory's; the replica tests ran already, the outage and
-## migration tests start or use PostgreSQL themselves). Incremental compilation is off: CI
+## migration tests start or use PostgreSQL themselves; the 20,000-deep chain decides the same on
+## both stores and takes minutes to write on PostgreSQL). Incremental compilation is off: CI
 ## builds once, and its files would double the disk the build takes.
-PG_E2E_SKIP ?= keys rotation replicas database_outage migrate
+PG_E2E_SKIP ?= keys rotation replicas database_outage migrate deep_chain
 PG_E2E := e2e $(basename $(notdir $(wildcard crates/sng/tests/*.rs)))
 test: setup
 	@if scripts/pg.sh running; then ours=0; else ours=1; fi; \
@@ -59,6 +60,11 @@ bench-replicas: build
 ## slots, and the claim latency (job enqueued → engine started).
 bench-agents: build
 	SNG_BIN=target/release/sng bench/agents.sh
+
+## bench-hops: a chain of 20 passing outputs, with 0 and 10,000 idle workspaces in the tenant,
+## beside the bare engine: the hop from a parent's end to its child's start.
+bench-hops: build
+	SNG_BIN=target/release/sng bench/dependency-hops.sh
 
 ## bench-hook: how fast POST /hooks/registry/{tenant} acknowledges registry notifications (new
 ## events and replays), and how soon the queue is worked.

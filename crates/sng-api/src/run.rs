@@ -365,6 +365,9 @@ reasons!(
         SecretExpired => "SecretExpired",
         /// The tenant is frozen (`sng tenant freeze`) or the server read-only: the run waits.
         Frozen => "Frozen",
+        /// The chain of `dependsOn`/`workspaceOutputRef` above a workspace is deeper than the
+        /// server's limit (`--max-dependency-depth`): it does not run.
+        DependencyTooDeep => "DependencyTooDeep",
     }
 );
 

@@ -155,6 +155,46 @@ pub fn order(g: &Graph) -> Vec<String> {
     out
 }
 
+/// Each workspace's depth: the length of its longest chain of parents (a root: 0, absent from
+/// the map). Members of cycles, and what waits on them, are absent too (their cycle is what
+/// stops them). Iterative and linear in the size of the graph, whatever the depth.
+pub fn depths(g: &Graph) -> HashMap<String, usize> {
+    let kids = children_map(g);
+    let mut waiting: HashMap<&str, usize> = g
+        .iter()
+        .map(|(n, ps)| {
+            (
+                n.as_str(),
+                ps.iter().filter(|p| g.contains_key(p.as_str())).count(),
+            )
+        })
+        .collect();
+    let mut depth: HashMap<&str, usize> = HashMap::new();
+    let mut ready: Vec<&str> = waiting
+        .iter()
+        .filter(|(_, w)| **w == 0)
+        .map(|(n, _)| *n)
+        .collect();
+    while let Some(n) = ready.pop() {
+        let d = depth.get(n).copied().unwrap_or(0);
+        for c in kids.get(n).into_iter().flatten() {
+            let dc = depth.entry(c).or_insert(0);
+            *dc = (*dc).max(d + 1);
+            let w = waiting.get_mut(c).expect("a child is in the graph");
+            *w -= 1;
+            if *w == 0 {
+                ready.push(c);
+            }
+        }
+    }
+    // A workspace of a cycle (or below one) never reached a count of zero: it has no depth.
+    depth
+        .into_iter()
+        .filter(|(n, _)| waiting[n] == 0)
+        .map(|(n, d)| (n.to_string(), d))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -232,6 +272,9 @@ mod tests {
                 assert_eq!(o.first().map(String::as_str), Some("w019999"));
                 assert_eq!(o.last().map(String::as_str), Some("w000000"));
                 assert_eq!(dependents(&g, "w000009").len(), 9);
+                let d = depths(&g);
+                assert_eq!(d.get("w000000"), Some(&(n - 1)));
+                assert_eq!(d.get("w019999"), None);
                 // Close the chain into one long cycle.
                 g.get_mut("w019999").unwrap().insert("w000000".into());
                 let c = cycles(&g);
@@ -248,6 +291,45 @@ mod tests {
             .unwrap()
             .join()
             .unwrap();
+    }
+
+    #[test]
+    fn depths_are_the_longest_chains() {
+        let table: Vec<(Graph, Vec<(&str, usize)>)> = vec![
+            (graph(&[("a", &[])]), vec![]),
+            (
+                graph(&[("a", &[]), ("b", &["a"]), ("c", &["b"])]),
+                vec![("b", 1), ("c", 2)],
+            ),
+            // The longest of two paths.
+            (
+                graph(&[
+                    ("a", &[]),
+                    ("b", &["a"]),
+                    ("c", &["b", "a"]),
+                    ("d", &["a", "c"]),
+                ]),
+                vec![("b", 1), ("c", 2), ("d", 3)],
+            ),
+            // A missing parent counts for nothing.
+            (graph(&[("a", &["missing"])]), vec![]),
+            // A cycle and what waits on it have no depth.
+            (
+                graph(&[
+                    ("a", &["b"]),
+                    ("b", &["a"]),
+                    ("c", &["a"]),
+                    ("r", &[]),
+                    ("s", &["r"]),
+                ]),
+                vec![("s", 1)],
+            ),
+        ];
+        for (g, want) in table {
+            let want: HashMap<String, usize> =
+                want.into_iter().map(|(n, d)| (n.to_string(), d)).collect();
+            assert_eq!(depths(&g), want, "{g:?}");
+        }
     }
 
     #[test]

@@ -76,6 +76,10 @@ pub struct Facts {
     pub children: Vec<String>,
     /// Members of a dependency cycle this workspace is in.
     pub cycle: Vec<String>,
+    /// The length of the longest chain of parents above this workspace (0: a root).
+    pub depth: usize,
+    /// The deepest chain the server runs (`--max-dependency-depth`); `None`: no limit.
+    pub max_depth: Option<usize>,
     /// `spec.suspend`.
     pub suspend: bool,
     /// `metadata.generation`, named when unapplied changes wait (suspension).
@@ -120,6 +124,10 @@ pub struct RunsQuota {
     /// The tenant, as the message names it.
     pub tenant: String,
 }
+
+/// The deepest chain of `dependsOn`/`workspaceOutputRef` a server runs by default
+/// (`--max-dependency-depth`): a workspace deeper than this is blocked with `DependencyTooDeep`.
+pub const MAX_DEPENDENCY_DEPTH: usize = 1_000;
 
 /// When a run held back by the runs-per-hour quota is looked at again (seconds).
 pub const QUOTA_RECHECK: i64 = 60;
@@ -234,6 +242,15 @@ fn needed(f: &Facts) -> Action {
             format!(
                 "dependsOn/workspaceOutputRef form a cycle: {}; break the cycle",
                 f.cycle.join(" -> ")
+            ),
+        );
+    }
+    if let Some(limit) = f.max_depth.filter(|limit| f.depth > *limit) {
+        return block(
+            Reason::DependencyTooDeep,
+            format!(
+                "the chain of dependsOn/workspaceOutputRef above this workspace is {} deep, deeper than the limit of {limit}; the workspace does not run\nhint: shorten the chain, or raise the server's --max-dependency-depth",
+                f.depth
             ),
         );
     }

@@ -312,6 +312,25 @@ fn decisions() {
             "DependencyCycle",
         ),
         (
+            "deeper than the limit",
+            Facts {
+                depth: 1_001,
+                max_depth: Some(1_000),
+                ..ready()
+            },
+            "DependencyTooDeep",
+        ),
+        (
+            "deeper than the limit, suspended",
+            Facts {
+                depth: 5,
+                max_depth: Some(4),
+                suspend: true,
+                ..ready()
+            },
+            "DependencyTooDeep",
+        ),
+        (
             "parent not ready",
             Facts {
                 inputs_hash: "h2".into(),
@@ -357,6 +376,15 @@ fn decisions() {
     for (name, facts, reason) in blocked_table {
         let got = decide(&facts);
         assert!(blocked(reason)(&got), "{name}: {got:?}");
+    }
+    // At the limit, or without one, a chain runs.
+    for (depth, max_depth) in [(1_000, Some(1_000)), (50_000, None)] {
+        let got = decide(&Facts {
+            depth,
+            max_depth,
+            ..ready()
+        });
+        assert!(!matches!(got, Action::Block(_)), "{depth}: {got:?}");
     }
 }
 

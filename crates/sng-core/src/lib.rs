@@ -18,4 +18,5 @@ pub mod plan;
 pub mod ports;
 pub mod priority;
 pub mod redact;
+pub mod retention;
 pub mod state;

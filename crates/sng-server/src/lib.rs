@@ -15,6 +15,7 @@ pub mod moving;
 pub mod platform;
 pub mod reconcile;
 pub mod remote;
+pub mod retention;
 pub mod serve;
 pub mod service;
 pub mod tls;
@@ -84,6 +85,12 @@ pub struct Config {
     /// Read-only (`--read-only`): every write of every tenant is refused with `Frozen`, no run
     /// starts; reads work (incident drills, maintenance).
     pub read_only: bool,
+    /// The deepest chain of `dependsOn`/`workspaceOutputRef` that runs
+    /// (`--max-dependency-depth`); `None`: [`sng_core::decide::MAX_DEPENDENCY_DEPTH`].
+    pub max_dependency_depth: Option<usize>,
+    /// How long events, run logs and old state versions are kept (`--retain-events`,
+    /// `--retain-run-logs`, `--retain-state-versions`); by default everything is kept.
+    pub retention: sng_core::retention::Retention,
 }
 
 impl Config {
@@ -370,6 +377,12 @@ pub async fn run(mut config: Config) -> Result<(), ServerError> {
         config.audit_retention,
         stop.clone(),
     ));
+    // The retention of events, run logs and old state versions (nothing unless set).
+    let retention = tokio::spawn(retention::retention_loop(
+        store.clone(),
+        config.retention,
+        stop.clone(),
+    ));
     // Webhook delivery from the events outbox (settings: SNG_WEBHOOK_* variables).
     let delivery = tokio::spawn(delivery::deliver_loop(
         store.clone(),
@@ -436,6 +449,7 @@ pub async fn run(mut config: Config) -> Result<(), ServerError> {
     let _ = delivery.await;
     let _ = watch.await;
     let _ = notices.await;
+    let _ = retention.await;
     shutdown.close();
     if let Some(s) = engine_server {
         let _ = s.await;
@@ -526,6 +540,9 @@ fn start_platform(
     );
     platform.tag_poll_interval = config.tag_poll_interval;
     platform.read_only = config.read_only;
+    if let Some(depth) = config.max_dependency_depth {
+        platform.max_dependency_depth = depth;
+    }
     if config.read_only {
         tracing::warn!("read-only (--read-only): every write is refused, no run starts");
     }

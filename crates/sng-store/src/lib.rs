@@ -29,6 +29,7 @@ mod paging;
 mod pg;
 mod ports;
 mod quarantine;
+mod retention;
 mod runs;
 mod state;
 #[doc(hidden)]
@@ -60,6 +61,7 @@ pub use moving::{
 pub use objects::{principal, spec_hash, Applied, ApplyOutcome, ExceptionApproval};
 pub use pg::redact as redact_url;
 pub use quarantine::{Quarantine, QuarantineEntry, QuarantineReason};
+pub use retention::VersionsCursor;
 pub use runs::{Decision, RunPosition, RunRecord, RunToken};
 pub use sng_core::ports::LogRead;
 pub use sng_core::ports::Topic;

@@ -285,7 +285,7 @@ pub(crate) async fn conclude(p: &Platform, lease: &Arc<Lease>, b: Begun, stopped
         && current.metadata.deletion_timestamp.is_some()
     {
         record.end(RunPhase::Succeeded);
-        record.finished_at = Some(now);
+        record.finished_at = Some(sng_store::now_millis());
         if !lease.finish(&p.store, &record) {
             return;
         }
@@ -362,7 +362,7 @@ pub(crate) async fn conclude(p: &Platform, lease: &Arc<Lease>, b: Begun, stopped
     }
     record.end(phase);
     record.message = message;
-    record.finished_at = Some(now);
+    record.finished_at = Some(sng_store::now_millis());
     record.planned_with_defaults = ended.planned_with_defaults;
     if current
         .spec
@@ -375,6 +375,10 @@ pub(crate) async fn conclude(p: &Platform, lease: &Arc<Lease>, b: Begun, stopped
     }
     if !lease.finish(&p.store, &record) {
         return;
+    }
+    if phase == RunPhase::Succeeded {
+        // Its outputs are published and it is Ready: its children may start now.
+        p.published.add(tenant, name);
     }
     p.stats
         .run_ended(phase.as_str(), started.elapsed().as_secs_f64());

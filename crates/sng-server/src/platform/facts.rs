@@ -30,6 +30,8 @@ pub struct Snapshot {
     pub cycle_of: BTreeMap<String, Vec<String>>,
     /// Workspace → the workspaces citing it (built once: a pass stays linear).
     pub children_of: BTreeMap<String, Vec<String>>,
+    /// Workspace → the length of its longest chain of parents (roots and cycles absent).
+    pub depth_of: HashMap<String, usize>,
 }
 
 /// Parents of a workspace: `dependsOn`, `varsFrom[].workspaceOutputRef`, `imports[].idFrom.workspaceOutputRef`.
@@ -86,11 +88,13 @@ impl Snapshot {
                     .push(child.clone());
             }
         }
+        let depth_of = dag::depths(&graph);
         Snapshot {
             workspaces,
             graph,
             cycle_of,
             children_of,
+            depth_of,
         }
     }
 }
@@ -468,6 +472,8 @@ pub fn observe(
         deleting,
         children,
         cycle: snap.cycle_of.get(name).cloned().unwrap_or_default(),
+        depth: snap.depth_of.get(name).copied().unwrap_or(0),
+        max_depth: Some(sng_core::decide::MAX_DEPENDENCY_DEPTH),
         suspend: spec.suspend == Some(true),
         generation: ws.metadata.generation.unwrap_or(0),
         manual: spec.approval == Some(sng_api::workspace::Approval::Manual),

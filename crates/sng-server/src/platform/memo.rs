@@ -155,6 +155,7 @@ pub fn fingerprint(
     }
     snap.children_of.get(name).hash(&mut h);
     snap.cycle_of.get(name).hash(&mut h);
+    snap.depth_of.get(name).hash(&mut h);
     h.finish()
 }
 

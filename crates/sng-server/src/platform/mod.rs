@@ -73,6 +73,10 @@ pub struct Platform {
     pub expiry: expiry::Watch,
     /// The server is read-only (`--read-only`): no run starts, nothing is claimed.
     pub read_only: bool,
+    /// The deepest chain of dependencies that runs (`--max-dependency-depth`).
+    pub max_dependency_depth: usize,
+    /// Workspaces whose outputs were just published: their children are decided at once.
+    pub published: crate::reconcile::Published,
 }
 
 /// Counters of the platform.
@@ -155,6 +159,8 @@ impl Platform {
             tag_poll_interval: std::time::Duration::from_secs(300),
             expiry: Default::default(),
             read_only: false,
+            max_dependency_depth: sng_core::decide::MAX_DEPENDENCY_DEPTH,
+            published: Default::default(),
         }
     }
 

@@ -181,7 +181,9 @@ impl Reporter for RunReporter {
             JobEvent::StepStarted { .. } => {
                 let mut started = self.record.lock().expect("lock");
                 if started.started_at.is_none() {
-                    started.started_at = Some(now_rfc3339());
+                    // To the millisecond: the hop from a parent's end to a child's start, and
+                    // the time queued, are read from the records.
+                    started.started_at = Some(sng_store::now_millis());
                     self.lease.record(store, &started);
                 }
             }

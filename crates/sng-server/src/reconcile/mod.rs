@@ -27,19 +27,28 @@ impl Platform {
     /// One reconcile pass over every workspace, starting nothing: the number of runs found due
     /// (benchmarks and tests of the pass).
     pub fn reconcile_pass(&self) -> usize {
-        self.reconcile_once().0.len()
+        self.reconcile_once(None).0.len()
     }
 
     /// One pass over every workspace: write what is observed, start what is due, finalize
     /// deletions. Returns the runs to start and the earliest time something is due again. A
     /// workspace whose last decision depends on nothing that moved is not decided again
-    /// ([`memo`]).
-    fn reconcile_once(&self) -> (Vec<String>, Option<i64>) {
+    /// ([`memo`]). With `only` (tenant → workspaces whose outputs were just published), a
+    /// targeted pass: only the children of those workspaces are looked at, at once
+    /// ([`dependents_loop`]); the feed is left for the next full pass.
+    fn reconcile_once(&self, only: Option<&Parents>) -> (Vec<String>, Option<i64>) {
         let now = unix_now();
         let mut due: Vec<String> = Vec::new();
         let mut next: Option<i64> = None;
         let mut soonest = |at: i64| next = Some(next.map_or(at, |n: i64| n.min(at)));
+        let asked = std::time::Instant::now();
         let mut memory = self.memory.lock().unwrap_or_else(|p| p.into_inner());
+        if only.is_some() {
+            tracing::debug!(
+                waited_us = asked.elapsed().as_micros() as u64,
+                "targeted pass: the reconciler's memory taken"
+            );
+        }
         // The feed before the reads: a commit after them moves it for the next pass.
         let feed = *self.store.subscribe().borrow();
         let moved = Moved {
@@ -57,12 +66,21 @@ impl Platform {
                 return (vec![], Some(now + 5));
             }
         };
-        memory.feed = feed;
+        if only.is_none() {
+            memory.feed = feed;
+        }
         let names: Vec<String> = tenants.iter().map(|t| t.meta().name.clone()).collect();
         self.snapshots.retain(&names);
         memory.retain(&names);
         for t in tenants {
             let tenant = t.meta().name.clone();
+            let parents = match only {
+                Some(only) => match only.get(&tenant) {
+                    Some(parents) => Some(parents),
+                    None => continue,
+                },
+                None => None,
+            };
             // At most one process reconciles a tenant at a time (PostgreSQL: an advisory lock
             // per tenant, held for this tenant's pass); a tenant another replica has now is
             // looked at again in a second.
@@ -107,6 +125,13 @@ impl Platform {
                     continue;
                 }
             };
+            if only.is_some() {
+                tracing::debug!(
+                    since_us = asked.elapsed().as_micros() as u64,
+                    changed,
+                    "targeted pass: versions and snapshot read"
+                );
+            }
             // Workspaces with an open job (queued or running, here or elsewhere).
             let open = match self.store.job_open_workspaces(&tenant) {
                 Ok(o) => o,
@@ -138,7 +163,17 @@ impl Platform {
                     .retain(&tenant, |n| snap.workspaces.contains_key(n));
                 decided.retain(|n, _| snap.workspaces.contains_key(n));
             }
+            // A targeted pass: the children of the parents named, nothing else.
+            let children: Option<std::collections::BTreeSet<&String>> = parents.map(|ps| {
+                ps.iter()
+                    .filter_map(|p| snap.children_of.get(p))
+                    .flatten()
+                    .collect()
+            });
             for (name, ws) in &snap.workspaces {
+                if children.as_ref().is_some_and(|c| !c.contains(name)) {
+                    continue;
+                }
                 // A workspace with a run in progress has nothing to decide: skip the observation.
                 if open.contains(name) || ws.status.as_ref().is_some_and(|s| s.active_job.is_some())
                 {
@@ -176,6 +211,7 @@ impl Platform {
                         .get_or_insert_with(|| crate::platform::pools::conflict(&names));
                 }
                 observed.facts.frozen = frozen.clone();
+                observed.facts.max_depth = Some(self.max_dependency_depth);
                 observed.facts.runs_quota = quotas.runs_per_hour.map(|per_hour| RunsQuota {
                     per_hour,
                     started: runs_this_hour,
@@ -324,11 +360,12 @@ pub const FOLLOWS: &[Topic] = &[Topic::Intent, Topic::Ended];
 /// made the change) and wakes when something is due (at most every 30 s otherwise); enqueues
 /// the runs due as jobs (the agents claim them, woken by the feed too).
 pub async fn reconcile_loop(platform: Arc<Platform>, stop: CancellationToken) {
+    tokio::spawn(dependents_loop(platform.clone(), stop.clone()));
     let mut changes = platform.store.follow(FOLLOWS);
     loop {
         changes.moved();
         let pass_started = tokio::time::Instant::now();
-        let (_due, next) = tokio::task::block_in_place(|| platform.reconcile_once());
+        let (_due, next) = tokio::task::block_in_place(|| platform.reconcile_once(None));
         let pass_took = pass_started.elapsed();
         platform
             .stats
@@ -349,9 +386,77 @@ pub async fn reconcile_loop(platform: Arc<Platform>, stop: CancellationToken) {
     }
 }
 
+/// Tenant → workspaces whose run just ended well: their children are looked at.
+pub type Parents = std::collections::HashMap<String, std::collections::BTreeSet<String>>;
+
+/// Workspaces whose outputs were just published, waiting for [`dependents_loop`].
+#[derive(Default)]
+pub struct Published {
+    parents: std::sync::Mutex<Parents>,
+    wake: tokio::sync::Notify,
+}
+
+impl Published {
+    /// Workspace `name` of `tenant` ended a run well (its outputs published, its status Ready):
+    /// its children are looked at now, not at the next full pass.
+    pub fn add(&self, tenant: &str, name: &str) {
+        self.parents
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .entry(tenant.to_string())
+            .or_default()
+            .insert(name.to_string());
+        self.wake.notify_one();
+    }
+
+    /// Every parent added since the last call.
+    fn take(&self) -> Parents {
+        std::mem::take(&mut *self.parents.lock().unwrap_or_else(|p| p.into_inner()))
+    }
+}
+
+/// The hop from a parent to its children: woken by each publication ([`Published::add`]), a
+/// targeted pass decides the children of the workspaces published (and only them) at once,
+/// whatever the size of the tenant; the full passes stay as they are.
+pub async fn dependents_loop(platform: Arc<Platform>, stop: CancellationToken) {
+    loop {
+        tokio::select! {
+            _ = platform.published.wake.notified() => {}
+            _ = stop.cancelled() => break,
+        }
+        let parents = platform.published.take();
+        if parents.is_empty() {
+            continue;
+        }
+        let started = std::time::Instant::now();
+        let (due, _) = tokio::task::block_in_place(|| platform.reconcile_once(Some(&parents)));
+        tracing::debug!(
+            took_us = started.elapsed().as_micros() as u64,
+            enqueued = due.len(),
+            "targeted pass"
+        );
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn publications_are_gathered_by_tenant_until_taken() {
+        let p = Published::default();
+        p.add("acme", "net");
+        p.add("acme", "db");
+        p.add("acme", "net");
+        p.add("other", "net");
+        let taken = p.take();
+        assert_eq!(taken.len(), 2);
+        assert_eq!(
+            taken["acme"].iter().map(String::as_str).collect::<Vec<_>>(),
+            ["db", "net"]
+        );
+        assert!(p.take().is_empty(), "taken once");
+    }
 
     #[test]
     fn passes_are_spaced_by_their_cost() {

@@ -192,6 +192,17 @@ pub fn explain(
                 ),
                 depth,
             )),
+            Reason::DependencyTooDeep => out.push(step(
+                name,
+                "Blocked",
+                b.reason.as_str(),
+                b.message.clone(),
+                Some(
+                    "shorten the chain of dependsOn/workspaceOutputRef, or raise the server's --max-dependency-depth"
+                        .into(),
+                ),
+                depth,
+            )),
             Reason::Frozen => out.push(step(
                 name,
                 "Frozen",

@@ -107,6 +107,22 @@ pub struct ServerArgs {
     /// chain of what remains still verifies from its first entry on.
     #[arg(long, env = "SNG_AUDIT_RETENTION", value_parser = parse_duration)]
     pub audit_retention: Option<std::time::Duration>,
+    /// The deepest chain of `dependsOn`/`workspaceOutputRef` that runs: a workspace with a
+    /// longer chain of parents above it does not run (Ready False, `DependencyTooDeep`).
+    #[arg(long, env = "SNG_MAX_DEPENDENCY_DEPTH", default_value_t = sng_core::decide::MAX_DEPENDENCY_DEPTH)]
+    pub max_dependency_depth: usize,
+    /// How long events are kept (Go duration, e.g. `720h`): older events, once delivered to
+    /// every webhook (dead letters excepted), are removed. By default every event is kept.
+    #[arg(long, env = "SNG_RETAIN_EVENTS", value_parser = parse_duration)]
+    pub retain_events: Option<std::time::Duration>,
+    /// How long run logs are kept (Go duration): the logs of ended runs started longer ago are
+    /// removed (the run records stay). By default every log is kept.
+    #[arg(long, env = "SNG_RETAIN_RUN_LOGS", value_parser = parse_duration)]
+    pub retain_run_logs: Option<std::time::Duration>,
+    /// How many state versions each workspace keeps (its newest; at least 1): older ones are
+    /// removed, except those written by a run not ended. By default every version is kept.
+    #[arg(long, env = "SNG_RETAIN_STATE_VERSIONS", value_parser = clap::value_parser!(u32).range(1..))]
+    pub retain_state_versions: Option<u32>,
 }
 
 /// `--log-format`.
@@ -188,6 +204,12 @@ pub fn run(args: ServerArgs) -> Result<(), CliError> {
             .zip(args.tls_key)
             .map(|(cert, key)| sng_server::tls::TlsFiles { cert, key }),
         audit_retention: args.audit_retention,
+        max_dependency_depth: Some(args.max_dependency_depth),
+        retention: sng_core::retention::Retention {
+            events: args.retain_events,
+            run_logs: args.retain_run_logs,
+            state_versions: args.retain_state_versions.map(|n| n as usize),
+        },
     };
     runtime
         .block_on(sng_server::run(config))
