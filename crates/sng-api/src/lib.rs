@@ -5,6 +5,7 @@
 pub mod agent;
 pub mod canonical;
 pub mod conditions;
+pub mod documents;
 pub mod error;
 pub mod exception;
 pub mod governance;

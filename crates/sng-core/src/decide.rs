@@ -376,3 +376,7 @@ fn needed(f: &Facts) -> Action {
 #[cfg(test)]
 #[path = "decide_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "decide_timing_tests.rs"]
+mod timing_tests;

@@ -85,32 +85,20 @@ pub(super) async fn approve(
     Path((tenant, name)): Path<(String, String)>,
     Form(f): Form<ApproveForm>,
 ) -> Response {
-    if let Err(r) = checked(
-        &c,
-        &me,
-        &tenant,
-        &name,
-        "approve",
-        "approving a plan",
-        &f.csrf,
-    )
-    .await
-    {
-        return r;
-    }
-    let (who, t, n) = (me.who.clone(), tenant.clone(), name.clone());
     let req = crate::service::approve::ApproveRequest {
         plan_id: f.plan_id,
         confirm: Some(f.confirm.trim().to_string()).filter(|s| !s.is_empty()),
     };
-    match service(&c.app, move |s, p| {
-        crate::service::approve::approve(s, p, &who, &t, &n, &req)
-    })
+    let what = ("approve", "approving a plan", "approved");
+    act(
+        &c,
+        &me,
+        (&tenant, &name),
+        what,
+        &f.csrf,
+        move |s, p, who, t, n| crate::service::approve::approve(s, p, who, t, n, &req).map(drop),
+    )
     .await
-    {
-        Ok(_) => done(&tenant, &name, "approved"),
-        Err(e) => failed(e),
-    }
 }
 
 #[derive(Deserialize)]
@@ -126,28 +114,16 @@ pub(super) async fn refresh(
     Path((tenant, name)): Path<(String, String)>,
     Form(f): Form<CsrfForm>,
 ) -> Response {
-    if let Err(r) = checked(
+    let what = ("refresh", "refreshing a workspace", "refresh");
+    act(
         &c,
         &me,
-        &tenant,
-        &name,
-        "refresh",
-        "refreshing a workspace",
+        (&tenant, &name),
+        what,
         &f.csrf,
+        |s, _, who, t, n| crate::service::refresh::refresh(s, who, t, n),
     )
     .await
-    {
-        return r;
-    }
-    let (who, t, n) = (me.who.clone(), tenant.clone(), name.clone());
-    match service(&c.app, move |s, _| {
-        crate::service::refresh::refresh(s, &who, &t, &n)
-    })
-    .await
-    {
-        Ok(()) => done(&tenant, &name, "refresh"),
-        Err(e) => failed(e),
-    }
 }
 
 /// Cancel the active run (`POST …/cancel`).
@@ -157,26 +133,42 @@ pub(super) async fn cancel(
     Path((tenant, name)): Path<(String, String)>,
     Form(f): Form<CsrfForm>,
 ) -> Response {
-    if let Err(r) = checked(
+    let what = ("cancel", "cancelling a run", "cancelled");
+    act(
         &c,
         &me,
-        &tenant,
-        &name,
-        "cancel",
-        "cancelling a run",
+        (&tenant, &name),
+        what,
         &f.csrf,
+        |s, p, who, t, n| crate::service::approve::cancel(s, p, who, t, n).map(drop),
     )
     .await
-    {
+}
+
+/// One action on a workspace: checked (role, CSRF, freeze) as `(action, what)`, done by `f`
+/// through the API's service, then back to the workspace with the notice `word`.
+async fn act(
+    c: &Console,
+    me: &Signed,
+    (tenant, name): (&str, &str),
+    (action, what, word): (&str, &str, &str),
+    csrf: &str,
+    f: impl FnOnce(
+            &sng_store::Store,
+            Option<&crate::platform::Platform>,
+            &sng_store::Principal,
+            &str,
+            &str,
+        ) -> Result<(), ApiError>
+        + Send
+        + 'static,
+) -> Response {
+    if let Err(r) = checked(c, me, tenant, name, action, what, csrf).await {
         return r;
     }
-    let (who, t, n) = (me.who.clone(), tenant.clone(), name.clone());
-    match service(&c.app, move |s, p| {
-        crate::service::approve::cancel(s, p, &who, &t, &n)
-    })
-    .await
-    {
-        Ok(_) => done(&tenant, &name, "cancelled"),
+    let (who, t, n) = (me.who.clone(), tenant.to_string(), name.to_string());
+    match service(&c.app, move |s, p| f(s, p, &who, &t, &n)).await {
+        Ok(()) => done(tenant, name, word),
         Err(e) => failed(e),
     }
 }

@@ -139,7 +139,7 @@ pub(crate) async fn get_one(
 pub(crate) struct DeleteQuery {
     /// The workspace name, re-typed, for a Destroy deletion in a production tenant.
     #[serde(default)]
-    confirm: Option<String>,
+    pub(crate) confirm: Option<String>,
 }
 
 pub(crate) async fn delete_one(

@@ -102,18 +102,14 @@ pub(crate) async fn delete_tenant(
     caller: Caller,
     params: Params,
     Path(tenant): Path<String>,
+    Query(dq): Query<super::objects::DeleteQuery>,
 ) -> Result<Json<Value>, ApiError> {
     params.only(&["confirm"])?;
     caller.scope(&tenant)?;
     caller.platform_admin("deleting a tenant")?;
-    let confirm = params
-        .0
-        .iter()
-        .find(|(k, _)| k == "confirm")
-        .map(|(_, v)| v.clone());
     let who = caller.0.clone();
     let obj = service(&st, move |s, _| {
-        crate::moving::delete(s, &who, &tenant, confirm.as_deref())
+        crate::moving::delete(s, &who, &tenant, dq.confirm.as_deref())
     })
     .await?;
     Ok(Json(render(obj, false)))
