@@ -13,7 +13,7 @@ use common::tenants::{self, create_token};
 use common::*;
 
 /// A secret value that must never reach the browser.
-const CANARY: &str = "canary-console-5e1f7a";
+pub(crate) const CANARY: &str = "canary-console-5e1f7a";
 
 /// Outputs a value read from a secret (sensitive) and a plain one.
 const OUT_MODULE: &str = "variable \"token\" {\n  type = string\n  sensitive = true\n}\noutput \"token\" {\n  value = var.token\n  sensitive = true\n}\noutput \"name\" {\n  value = \"web\"\n}\n";
@@ -41,9 +41,23 @@ fn browser_with(
     ws: &str,
     env: &[(&str, &str)],
 ) -> String {
+    browser_script(server, "console.mjs", scenario, token, tenant, ws, env)
+}
+
+/// Run scenario `scenario` of the browser script `script` (a file of tests/console/, built on
+/// its lib.mjs) as `token` in `tenant`, with more environment; its output.
+pub(crate) fn browser_script(
+    server: &Server,
+    script: &str,
+    scenario: &str,
+    token: &str,
+    tenant: &str,
+    ws: &str,
+    env: &[(&str, &str)],
+) -> String {
     let root = repo_root();
     let o = Command::new("node")
-        .arg(root.join("crates/sng/tests/console/console.mjs"))
+        .arg(root.join("crates/sng/tests/console").join(script))
         .arg(scenario)
         .env("SNG_URL", &server.url)
         .env("SNG_TOKEN", token)
