@@ -99,6 +99,11 @@ impl Selector {
         self.requirements.is_empty()
     }
 
+    /// Its requirements, sorted.
+    pub fn requirements(&self) -> &[Requirement] {
+        &self.requirements
+    }
+
     /// Whether `labels` meet every requirement.
     pub fn matches(&self, labels: &BTreeMap<String, String>) -> bool {
         self.requirements.iter().all(|r| r.matches(labels))

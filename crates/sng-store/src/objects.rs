@@ -3,10 +3,12 @@
 
 mod governance;
 mod previous;
+mod narrow;
 mod read;
 pub(crate) use read::workspace_owner;
 
 pub use governance::{principal, spec_hash, ExceptionApproval};
+pub use narrow::Narrow;
 use previous::previous_values;
 #[cfg(test)]
 pub use previous::PREVIOUS_VALUES_KEPT;

@@ -6,7 +6,9 @@
 //! and never a secret value (outputs show their keys only).
 
 mod actions;
+mod filters;
 pub mod html;
+mod live;
 mod pages;
 mod session;
 mod views;
@@ -45,6 +47,8 @@ const RUNS_SHOWN: usize = 20;
 struct Console {
     app: AppState,
     sessions: Arc<Sessions>,
+    /// The live streams open (`live`), bounded per session and tenant.
+    streams: Arc<live::Streams>,
 }
 
 /// The console's routes (`/ui/…`), to merge into the server's router.
@@ -80,10 +84,12 @@ pub fn routes<S: Clone + Send + Sync + 'static>(app: AppState) -> Router<S> {
             "/ui/assets/console.js",
             get(|| async { asset("text/javascript", JS) }),
         )
+        .route("/ui/t/{tenant}/stream", get(live::stream))
         .layer(axum::middleware::from_fn(same_origin))
         .with_state(Console {
             app,
             sessions: Arc::new(Sessions::default()),
+            streams: Arc::new(live::Streams::default()),
         })
 }
 

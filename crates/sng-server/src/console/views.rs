@@ -53,6 +53,8 @@ pub(super) async fn workspaces(
         q.q.trim().to_string(),
     );
     let after = Some(q.after.clone()).filter(|a| !a.is_empty());
+    let since = super::live::since(&c.app).await;
+    let narrow = super::filters::narrow(&status, &selector, &search);
     let read = blocking(&c.app, move |s| {
         access::tenant_exists(s, &t)?;
         let tenants = visible_tenants(s, &who)?;
@@ -66,7 +68,7 @@ pub(super) async fn workspaces(
         let (objects, next) = if status.is_empty() && selector.is_empty() && search.is_empty() {
             s.list_page(Kind::Workspace, &t, PAGE, after.as_deref())?
         } else {
-            crate::http::page::kept_page(s, Kind::Workspace, &t, PAGE, after, keep)?
+            s.list_narrowed(Kind::Workspace, &t, &narrow, PAGE, after.as_deref(), keep)?
         };
         Ok((tenants, objects, next))
     })
@@ -109,7 +111,8 @@ pub(super) async fn workspaces(
         label: q.label,
         q: q.q,
     };
-    let body = pages::workspaces(&tenant, production, &rows, &filters, next.as_deref());
+    let body = pages::workspaces(&tenant, production, &rows, &filters, next.as_deref())
+        + &super::live::marker(&tenant, since, None, None);
     signed_page(
         &me,
         &tenants,
@@ -135,6 +138,7 @@ pub(super) async fn workspace(
         return failed(e);
     }
     let (who, t, n) = (me.who.clone(), tenant.clone(), name.clone());
+    let since = super::live::since(&c.app).await;
     let read = blocking(&c.app, move |s| {
         let tenants = visible_tenants(s, &who)?;
         let Some(Object::Workspace(ws)) = s.get(Kind::Workspace, &t, &n)? else {
@@ -192,7 +196,7 @@ pub(super) async fn workspace(
             .allows(Role::Operator)
             .then_some(me.session.csrf.as_str()),
         notice,
-    });
+    }) + &super::live::marker(&tenant, since, Some(&name), None);
     signed_page(
         &me,
         &tenants,
@@ -211,6 +215,7 @@ pub(super) async fn run(
         return failed(e);
     }
     let (who, t, i) = (me.who.clone(), tenant.clone(), id.clone());
+    let since = super::live::since(&c.app).await;
     let read = blocking(&c.app, move |s| {
         let tenants = visible_tenants(s, &who)?;
         let Some(run) = s.run_get(&t, &i)? else {
@@ -222,7 +227,9 @@ pub(super) async fn run(
     .await;
     match read {
         Ok((tenants, r, log)) => {
-            let body = pages::run(&tenant, &r, &log.text, log.next);
+            let live = (!r.phase.is_ended()).then_some((r.id.as_str(), log.next));
+            let body = pages::run(&tenant, &r, &log.text, log.next)
+                + &super::live::marker(&tenant, since, None, live);
             signed_page(&me, &tenants, Some(&tenant), &format!("Run {id}"), &body)
         }
         Err(e) => failed(e),

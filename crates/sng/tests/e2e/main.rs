@@ -56,3 +56,4 @@ mod tenant_move;
 mod tenant_roles;
 mod webhooks;
 mod webhooks_standard;
+mod console_live;

@@ -14,8 +14,9 @@ document.addEventListener('DOMContentLoaded', () => {
 });
 
 // A run still going (`data-follow`): its log grows on the page, and its phase changes, until
-// the run ends. A failed read is tried again a little later.
-document.addEventListener('DOMContentLoaded', () => {
+// the run ends. A failed read is tried again a little later. The fallback of a browser
+// without server-sent events (or a stream refused): the live stream below does it otherwise.
+const sngPoll = () => {
   const log = document.querySelector('pre[data-follow]');
   if (!log) return;
   const phase = document.getElementById('run-phase');
@@ -45,4 +46,79 @@ document.addEventListener('DOMContentLoaded', () => {
     setTimeout(tick, delay);
   };
   setTimeout(tick, 500);
+};
+document.addEventListener('DOMContentLoaded', () => {
+  if (!document.getElementById('live') || !window.EventSource) sngPoll();
+});
+
+// Live pages (`#live`: the list of workspaces, a workspace, a run): server-sent events of the
+// tenant's changes update the page in place, without a reload and without moving the focus;
+// `#live-status` (aria-live polite) says what changed. A lost connection resumes by itself:
+// the browser sends the last event's id (`Last-Event-ID`) and gets only what came after. A
+// `reload` event (the server cannot resume) reloads the page's data.
+document.addEventListener('DOMContentLoaded', () => {
+  const live = document.getElementById('live');
+  if (!live || !window.EventSource) return;
+  const say = document.getElementById('live-status');
+  const announce = (text) => { if (say) say.textContent = text; };
+  const setBadge = (badge, status) => {
+    if (!badge || badge.textContent === status) return false;
+    badge.className = `badge st-${status}`;
+    badge.textContent = status;
+    return true;
+  };
+  const source = new EventSource(live.dataset.stream);
+  document.body.dataset.live = 'connecting';
+  source.addEventListener('open', () => { document.body.dataset.live = 'open'; });
+  source.addEventListener('error', () => {
+    document.body.dataset.live = source.readyState === EventSource.CLOSED ? 'closed' : 'reconnecting';
+    // Refused for good (e.g. too many streams): a run's log is still followed, by polling.
+    if (source.readyState === EventSource.CLOSED) sngPoll();
+  });
+  source.addEventListener('reload', () => { source.close(); window.location.reload(); });
+  source.addEventListener('workspace', (e) => {
+    const w = JSON.parse(e.data);
+    live.dataset.lastEvent = e.lastEventId;
+    // The list: the row of this workspace.
+    for (const row of document.querySelectorAll('#workspaces tbody tr')) {
+      if (row.cells[0].textContent.trim() !== w.name) continue;
+      if (setBadge(row.cells[1].querySelector('.badge'), w.status)) announce(`${w.name}: ${w.status}`);
+    }
+    // A workspace's page: its badge and conditions.
+    if (live.dataset.workspace !== w.name) return;
+    const changed = setBadge(document.querySelector('h1 .badge[class*="st-"]'), w.status);
+    const body = document.querySelector('#conditions tbody');
+    if (body) {
+      const rows = w.conditions.map((c) => {
+        const tr = document.createElement('tr');
+        for (const v of [c.type, c.status, c.reason, c.message]) {
+          const td = document.createElement('td');
+          td.textContent = v;
+          tr.appendChild(td);
+        }
+        return tr;
+      });
+      body.replaceChildren(...rows);
+    }
+    if (changed) announce(`${w.name}: ${w.status}`);
+  });
+  source.addEventListener('run', (e) => {
+    const r = JSON.parse(e.data);
+    live.dataset.lastEvent = e.lastEventId;
+    const log = document.querySelector('pre[data-follow]');
+    const phase = document.getElementById('run-phase');
+    if (log && r.log) log.textContent += r.log;
+    if (phase && r.phase && phase.textContent !== r.phase) {
+      phase.textContent = r.phase;
+      announce(`The run is ${r.phase}`);
+    }
+    if (r.ended) {
+      source.close();
+      document.body.dataset.live = 'ended';
+      if (log) {
+        log.removeAttribute('data-follow');
+        log.dataset.ended = r.phase;
+      }
+    }
+  });
 });

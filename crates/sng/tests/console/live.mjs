@@ -1,0 +1,106 @@
+// The console live without reload (issue 16, item 4) in a real browser (see lib.mjs for the
+// shared part); the Rust test is crates/sng/tests/e2e/console_live.rs. SNG_WORKSPACE is a
+// workspace whose run waits for the file SNG_RELEASE.
+import { fs, base, token, tenant, workspace, check, seen, accessible, signIn, rows, main } from './lib.mjs';
+
+// The status badge of workspace `name` on the list page.
+const badge = (page, name) => page.$$eval('#workspaces tbody tr', (trs, name) => {
+  const row = trs.find((tr) => tr.cells[0].textContent.trim() === name);
+  return row ? row.cells[1].textContent.trim() : null;
+}, name);
+
+const streaming = (page) => page.waitForSelector('body[data-live="open"]', { timeout: 30000 });
+
+// The list, the workspace and its run open in three tabs while the run goes on; the run is
+// released; each page changes in place: the badge, the conditions, the log and the phase.
+async function live(page, context) {
+  await signIn(page, token);
+  await page.goto(`${base}/ui/t/${tenant}/workspaces`);
+  seen.push(await page.content());
+  check((await rows(page, 'workspaces')).includes(workspace), `the list shows ${workspace}`);
+  const before = await badge(page, workspace);
+  check(before === 'Planning' || before === 'Applying', `${workspace} is running: ${before}`);
+  await streaming(page);
+  await accessible(page, 'the live workspaces page');
+
+  const wsPage = await context.newPage();
+  await wsPage.goto(`${base}/ui/t/${tenant}/workspaces/${workspace}`);
+  seen.push(await wsPage.content());
+  await streaming(wsPage);
+  check((await wsPage.getAttribute('#live', 'data-workspace')) === workspace, 'the workspace page follows its workspace');
+
+  const runPage = await context.newPage();
+  await runPage.goto(`${base}/ui/t/${tenant}/workspaces/${workspace}`);
+  const [run] = await runPage.$$eval('#runs tbody a', (as) => as.map((a) => a.getAttribute('href')));
+  await runPage.goto(`${base}${run}`);
+  seen.push(await runPage.content());
+  check((await runPage.getAttribute('#live', 'data-stream')).includes('&run='), 'the run page streams its run');
+  await runPage.waitForFunction(() => document.body.dataset.live === 'open' && document.getElementById('live').dataset.lastEvent);
+  check((await runPage.textContent('#run-phase')) === 'Running', 'the run is Running');
+  await accessible(runPage, 'the live run page');
+  const logBefore = (await runPage.textContent('#log')).length;
+
+  for (const p of [page, wsPage, runPage]) await p.evaluate(() => { window.sngNotReloaded = true; });
+  // Focus stays where the user put it.
+  await page.focus('#q');
+
+  // The run goes on: its resource was waiting for this file.
+  fs.writeFileSync(process.env.SNG_RELEASE, 'go');
+
+  await runPage.waitForSelector('#log[data-ended]', { timeout: 120000 });
+  check((await runPage.textContent('#run-phase')) === 'Succeeded', 'the phase turns Succeeded on the run page');
+  const log = await runPage.textContent('#log');
+  check(log.length > logBefore && log.includes('Apply complete'), `the rest of the log appeared: ${log.slice(logBefore)}`);
+  check((await runPage.getAttribute('body', 'data-live')) === 'ended', 'the run page closed its stream at the end');
+  seen.push(log);
+
+  await page.waitForFunction((name) => {
+    const row = [...document.querySelectorAll('#workspaces tbody tr')].find((tr) => tr.cells[0].textContent.trim() === name);
+    return row && row.cells[1].textContent.trim() === 'Ready';
+  }, workspace, { timeout: 120000 });
+  check((await page.getAttribute(`#workspaces tbody tr:has(a[href$="/workspaces/${workspace}"]) .badge`, 'class')).includes('st-Ready'), 'the badge is coloured Ready');
+  check((await page.textContent('#live-status')).includes(`${workspace}: Ready`), 'the change is announced (aria-live polite)');
+  check(await page.evaluate(() => document.activeElement && document.activeElement.id === 'q'), 'the focus did not move');
+  seen.push(await page.content());
+
+  await wsPage.waitForFunction(() => {
+    const b = document.querySelector('h1 .badge[class*="st-"]');
+    return b && b.textContent === 'Ready';
+  }, null, { timeout: 120000 });
+  const conditions = await wsPage.$$eval('#conditions tbody tr', (trs) => trs.map((tr) => [...tr.cells].map((td) => td.textContent)));
+  check(conditions.some(([type, status]) => type === 'Ready' && status === 'True'), `the conditions changed in place: ${JSON.stringify(conditions)}`);
+  await accessible(wsPage, 'the live workspace page');
+  seen.push(await wsPage.content());
+
+  for (const p of [page, wsPage, runPage]) check(await p.evaluate(() => window.sngNotReloaded === true), 'without a reload');
+}
+
+// A viewer's live pages: the stream opens, and no button but the page's own (filter, tenant
+// switch, sign out); the canary is checked in every answer by main().
+async function viewer(page) {
+  await signIn(page, token);
+  await page.goto(`${base}/ui/t/${tenant}/workspaces`);
+  await streaming(page);
+  seen.push(await page.content());
+  const buttons = await page.$$eval('button', (bs) => bs.map((b) => b.textContent.trim()));
+  check(JSON.stringify(buttons.sort()) === JSON.stringify(['Filter', 'Go', 'Sign out']), `a viewer sees only the page's own buttons: ${buttons}`);
+  await page.goto(`${base}/ui/t/${tenant}/workspaces/${workspace}`);
+  await streaming(page);
+  seen.push(await page.content());
+  const wsButtons = await page.$$eval('main button', (bs) => bs.map((b) => b.textContent.trim()));
+  check(wsButtons.length === 0, `no action button for a viewer: ${wsButtons}`);
+  // What the stream sent since the page's revision 0: every workspace of the tenant, read in
+  // the page as a viewer; no secret value in it.
+  const sent = await page.evaluate(() => new Promise((resolve) => {
+    const es = new EventSource(document.getElementById('live').dataset.stream.replace(/since=\d+/, 'since=0'));
+    const got = [];
+    es.addEventListener('workspace', (e) => {
+      got.push(e.data);
+      if (got.length >= 2) { es.close(); resolve(got); }
+    });
+  }));
+  seen.push(...sent);
+  check(sent.some((d) => JSON.parse(d).name === workspace), `the viewer's stream sends the tenant's workspaces: ${sent}`);
+}
+
+await main({ live, viewer });
