@@ -2,8 +2,8 @@
 //! resourceVersion, delete, status. Reading them (one, a listing, a page, counts) is in `read`.
 
 mod governance;
-mod previous;
 mod narrow;
+mod previous;
 mod read;
 pub(crate) use read::workspace_owner;
 

@@ -69,7 +69,10 @@ fn contracts(s: &Store) {
         };
         names(&page(&n, 50, None).0)
     };
-    assert_eq!(search("-2"), ["w-20", "w-21", "w-22", "w-23", "w-24", "w-25", "w-26", "w-27", "w-28", "w-29"]);
+    assert_eq!(
+        search("-2"),
+        ["w-20", "w-21", "w-22", "w-23", "w-24", "w-25", "w-26", "w-27", "w-28", "w-29"]
+    );
     assert!(search("w_0").is_empty() && search("w%").is_empty());
     // The spec's words, and the caller's exact test after the narrowing.
     let suspended = Narrow {
@@ -84,7 +87,10 @@ fn contracts(s: &Store) {
         .unwrap();
     assert_eq!(
         (names(&kept), next.as_deref()),
-        (vec!["w-00".into(), "w-02".into(), "w-04".into()], Some("w-04"))
+        (
+            vec!["w-00".into(), "w-02".into(), "w-04".into()],
+            Some("w-04")
+        )
     );
     // Deletions asked: none yet.
     let deleting = Narrow {

@@ -48,7 +48,11 @@ mod tests {
         let quoted = |w: &String| Value::from(w.as_str()).to_string();
         (n.name_contains.is_empty() || name.contains(&n.name_contains))
             && n.label.as_ref().is_none_or(|(k, v)| {
-                labels.contains(&format!("{}:{}", Value::from(k.as_str()), Value::from(v.as_str())))
+                labels.contains(&format!(
+                    "{}:{}",
+                    Value::from(k.as_str()),
+                    Value::from(v.as_str())
+                ))
             })
             && ((n.status_words.is_empty() && n.spec_words.is_empty())
                 || n.status_words.iter().any(|w| status.contains(&quoted(w)))
@@ -70,12 +74,18 @@ mod tests {
         let cases = [
             ws(json!([c("Ready", "True", "Succeeded")]), json!({}), false),
             ws(
-                json!([c("Ready", "False", "RunFailed"), c("Failed", "True", "RunFailed")]),
+                json!([
+                    c("Ready", "False", "RunFailed"),
+                    c("Failed", "True", "RunFailed")
+                ]),
                 json!({}),
                 false,
             ),
             ws(
-                json!([c("Ready", "True", ""), c("Drifted", "True", "DriftDetected")]),
+                json!([
+                    c("Ready", "True", ""),
+                    c("Drifted", "True", "DriftDetected")
+                ]),
                 json!({}),
                 false,
             ),
@@ -85,7 +95,11 @@ mod tests {
             ws(json!([c("Ready", "False", "Suspended")]), json!({}), false),
             ws(json!([]), json!({"suspend": true}), false),
             ws(json!([c("Ready", "True", "")]), json!({}), true),
-            ws(json!([c("Ready", "False", "SecretNotFound")]), json!({}), false),
+            ws(
+                json!([c("Ready", "False", "SecretNotFound")]),
+                json!({}),
+                false,
+            ),
             ws(json!([]), json!({}), false),
         ];
         let mut seen = std::collections::BTreeSet::new();
@@ -96,7 +110,11 @@ mod tests {
             let n = narrow(status, &selector, "web");
             assert!(passes(&n, w), "{status}: {n:?} hides {w}");
         }
-        assert_eq!(seen.len(), STATUSES.len(), "every status is tried: {seen:?}");
+        assert_eq!(
+            seen.len(),
+            STATUSES.len(),
+            "every status is tried: {seen:?}"
+        );
     }
 
     #[test]
@@ -106,11 +124,18 @@ mod tests {
         let n = narrow("Failed", &Selector::parse("team=web").unwrap(), "w-1");
         assert_eq!(
             (n.name_contains.as_str(), n.label, n.status_words),
-            ("w-1", Some(("team".into(), "web".into())), vec!["Failed".to_string()])
+            (
+                "w-1",
+                Some(("team".into(), "web".into())),
+                vec!["Failed".to_string()]
+            )
         );
         assert!(narrow("Deleting", &any, "").deleting);
         assert_eq!(narrow("Pending", &any, ""), Narrow::default());
         assert_eq!(narrow("Suspended", &any, "").spec_words, ["suspend"]);
-        assert_eq!(narrow("", &Selector::parse("team").unwrap(), "").label, None);
+        assert_eq!(
+            narrow("", &Selector::parse("team").unwrap(), "").label,
+            None
+        );
     }
 }

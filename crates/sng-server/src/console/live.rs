@@ -167,7 +167,12 @@ impl Drop for Permit {
 /// What a `workspace` event says of a workspace (rendered without secret values): what the
 /// list and the workspace page show of it.
 pub(super) fn workspace_event(ws: &Value) -> Value {
-    let s = |v: &Value, p: &str| v.pointer(p).and_then(Value::as_str).unwrap_or("").to_string();
+    let s = |v: &Value, p: &str| {
+        v.pointer(p)
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string()
+    };
     let conditions: Vec<Value> = ws
         .pointer("/status/conditions")
         .and_then(Value::as_array)
@@ -445,7 +450,13 @@ mod tests {
             (None, Some("90"), Some(12), true, from(90, Some(12))),
             (None, None, None, true, from(100, Some(0))),
             // A reconnection: the last event id wins over the page's revision.
-            (Some("95.40"), Some("90"), Some(12), true, from(95, Some(40))),
+            (
+                Some("95.40"),
+                Some("90"),
+                Some(12),
+                true,
+                from(95, Some(40)),
+            ),
             (Some("95"), Some("90"), None, false, from(95, None)),
             (Some("95"), None, Some(7), true, from(95, Some(0))),
             (
@@ -470,7 +481,11 @@ mod tests {
                 Start::Reload("the page saw data newer than the server has"),
             ),
         ] {
-            assert_eq!(start(last, since, offset, run, 100), want, "{last:?} {since:?}");
+            assert_eq!(
+                start(last, since, offset, run, 100),
+                want,
+                "{last:?} {since:?}"
+            );
         }
     }
 

@@ -87,7 +87,9 @@ fn narrow_sql(n: &Narrow, first: usize) -> (String, Vec<String>) {
         );
         sql.push(')');
         for (_, w) in any {
-            values.push(like_anywhere(&serde_json::Value::from(w.as_str()).to_string()));
+            values.push(like_anywhere(
+                &serde_json::Value::from(w.as_str()).to_string(),
+            ));
         }
     }
     if n.deleting {

@@ -147,7 +147,10 @@ fn the_stream_resumes_from_the_last_event_and_keeps_to_its_tenant() {
     let r = me.stream("/ui/t/other/stream", None);
     assert_eq!(r.status(), 404, "another tenant's stream");
     assert!(!r.text().unwrap().contains("hidden"));
-    assert_eq!(me.stream("/ui/t/lab/stream?run=run-nope", None).status(), 404);
+    assert_eq!(
+        me.stream("/ui/t/lab/stream?run=run-nope", None).status(),
+        404
+    );
 
     // From now: a change of `a` arrives with its id; the other tenant's change does not.
     let live = me.stream("/ui/t/lab/stream", None);
@@ -155,7 +158,11 @@ fn the_stream_resumes_from_the_last_event_and_keeps_to_its_tenant() {
     server.apply_in("lab", &suspended("a", "y"));
     let (first, _) = read_until(live, |e| named(e, "a"));
     assert!(!named(&first, "hidden"), "{first:?}");
-    let seen_a = first.iter().rev().find(|e| e.json()["name"] == "a").unwrap();
+    let seen_a = first
+        .iter()
+        .rev()
+        .find(|e| e.json()["name"] == "a")
+        .unwrap();
     assert_eq!(seen_a.json()["status"], "Suspended");
 
     // The browser is gone; meanwhile `b` and `c` change (and the other tenant).
@@ -180,27 +187,29 @@ fn the_stream_resumes_from_the_last_event_and_keeps_to_its_tenant() {
 
     // An id it cannot resume from: the page reloads.
     for bad in ["nonsense", "999999999"] {
-        let (reload, _) = read_until(me.stream("/ui/t/lab/stream", Some(bad)), |e| {
-            !e.is_empty()
-        });
+        let (reload, _) = read_until(me.stream("/ui/t/lab/stream", Some(bad)), |e| !e.is_empty());
         assert_eq!(reload[0].event, "reload", "{bad}: {reload:?}");
     }
 
     // At most 4 streams a session (the ones above are closed: their permits are back).
     let held: Vec<_> = (0..4)
         .map(|_| {
-            wait_for("the session's streams closed", Duration::from_secs(30), || {
-                Some(me.stream("/ui/t/lab/stream", None)).filter(|r| r.status() == 200)
-            })
+            wait_for(
+                "the session's streams closed",
+                Duration::from_secs(30),
+                || Some(me.stream("/ui/t/lab/stream", None)).filter(|r| r.status() == 200),
+            )
         })
         .collect();
     let refused = me.stream("/ui/t/lab/stream", None);
     assert_eq!(refused.status(), 429);
     assert!(refused.text().unwrap().contains("too many live streams"));
     drop(held);
-    wait_for("a stream closed gives its place back", Duration::from_secs(30), || {
-        (me.stream("/ui/t/lab/stream", None).status() == 200).then_some(())
-    });
+    wait_for(
+        "a stream closed gives its place back",
+        Duration::from_secs(30),
+        || (me.stream("/ui/t/lab/stream", None).status() == 200).then_some(()),
+    );
 
     // A viewer: a secret and a workspace reading it change; no value in the stream.
     let viewer = Session::open(&server, &create_token(&server, &lab, "lab", "viewer"));
