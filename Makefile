@@ -84,4 +84,4 @@ bench-console: build
 ## screenshots: docs/screenshots/*.png of the web console, taken by its browser test (each page
 ## the accessibility check audits).
 screenshots:
-	SNG_SCREENSHOTS=$(CURDIR)/docs/screenshots cargo test -p sng --test e2e console::the_console_in_a_real_browser
+	SNG_SCREENSHOTS=$(CURDIR)/docs/screenshots cargo test -p sng --test e2e -- console::the_console_in_a_real_browser console_live::the_console_is_live_in_a_real_browser

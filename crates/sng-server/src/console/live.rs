@@ -207,11 +207,16 @@ pub(super) fn marker(
     let run = run
         .map(|(id, offset)| format!("&amp;run={}&amp;offset={offset}", url(id)))
         .unwrap_or_default();
-    let ws = workspace
-        .map(|w| format!(" data-workspace=\"{}\"", esc(w)))
+    let (ws, ws_query) = workspace
+        .map(|w| {
+            (
+                format!(" data-workspace=\"{}\"", esc(w)),
+                format!("&amp;workspace={}", url(w)),
+            )
+        })
         .unwrap_or_default();
     format!(
-        "<div id=\"live\" hidden data-stream=\"/ui/t/{t}/stream?since={since}{run}\"{ws}></div>\
+        "<div id=\"live\" hidden data-stream=\"/ui/t/{t}/stream?since={since}{ws_query}{run}\"{ws}></div>\
          <p id=\"live-status\" class=\"visually-hidden\" role=\"status\" aria-live=\"polite\"></p>",
         t = url(tenant),
     )
@@ -231,10 +236,13 @@ pub(super) struct StreamQuery {
     run: Option<String>,
     #[serde(default)]
     offset: Option<u64>,
+    #[serde(default)]
+    workspace: Option<String>,
 }
 
-/// `GET /ui/t/{tenant}/stream[?since=REV][&run=ID&offset=N]`: the tenant's changes as
-/// server-sent events (another tenant, or a run not of this one: 404).
+/// `GET /ui/t/{tenant}/stream[?since=REV][&run=ID&offset=N][&workspace=NAME]`: the tenant's
+/// changes as server-sent events (another tenant, or a run not of this one: 404); the
+/// workspace named (its page) gets its recent runs in its events.
 pub(super) async fn stream(
     State(c): State<Console>,
     me: Signed,
@@ -273,7 +281,11 @@ pub(super) async fn stream(
         .filter(|v| !v.trim().is_empty());
     let start = start(last, q.since.as_deref(), q.offset, q.run.is_some(), now);
     let (tx, rx) = mpsc::channel::<Event>(16);
-    tokio::spawn(follow(c.app.clone(), tenant, q.run, start, tx, permit));
+    let followed = Followed {
+        tenant,
+        workspace: q.workspace,
+    };
+    tokio::spawn(follow(c.app.clone(), followed, q.run, start, tx, permit));
     let events = futures_util::stream::unfold(rx, |mut rx| async move {
         rx.recv().await.map(|e| (Ok::<_, Infallible>(e), rx))
     });
@@ -297,10 +309,17 @@ fn reload(why: &str, id: Option<String>) -> Event {
     }
 }
 
+/// What a stream follows: a tenant, and the workspace of the page (its runs are sent too).
+#[derive(Clone)]
+struct Followed {
+    tenant: String,
+    workspace: Option<String>,
+}
+
 /// Send what changes until the browser goes (or the store closes).
 async fn follow(
     app: AppState,
-    tenant: String,
+    followed: Followed,
     run: Option<String>,
     start: Start,
     tx: mpsc::Sender<Event>,
@@ -318,11 +337,12 @@ async fn follow(
         .store
         .follow(&[Topic::Intent, Topic::Progress, Topic::Ended]);
     let mut run = run.map(|id| (id, None::<String>));
+    let mut runs_sent = None;
     let mut tick = tokio::time::interval(LOG_TICK);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
     loop {
-        let (t, r) = (tenant.clone(), run.clone());
-        let read = blocking(&app, move |s| changes(s, &t, r, cursor)).await;
+        let (f, r, sent) = (followed.clone(), run.clone(), runs_sent.take());
+        let read = blocking(&app, move |s| changes(s, &f, r, cursor, sent)).await;
         let Ok(read) = read else {
             return; // the browser reconnects, from its last event
         };
@@ -333,6 +353,7 @@ async fn follow(
         }
         cursor = read.cursor;
         run = read.run;
+        runs_sent = read.runs_sent;
         let read_at = tokio::time::Instant::now();
         let following = run.as_ref().is_some_and(|(_, p)| p.as_deref() != Some(""));
         tokio::select! {
@@ -353,15 +374,19 @@ struct Read {
     cursor: Cursor,
     /// The run followed and the phase last sent (`""`: it ended, and that was sent).
     run: Option<(String, Option<String>)>,
+    /// The runs of the page's workspace last sent.
+    runs_sent: Option<Value>,
 }
 
 /// The events of what changed in `tenant` after `cursor` (and of the run followed).
 fn changes(
     s: &Store,
-    tenant: &str,
+    followed: &Followed,
     run: Option<(String, Option<String>)>,
     mut cursor: Cursor,
+    mut runs_sent: Option<Value>,
 ) -> Result<Read, StoreError> {
+    let tenant = followed.tenant.as_str();
     let mut events = Vec::new();
     let changed = s.changed_since(Kind::Workspace, tenant, cursor.revision, MAX_REPLAY + 1)?;
     if changed.len() > MAX_REPLAY {
@@ -386,6 +411,21 @@ fn changes(
                     .id(cursor.id())
                     .data(data.to_string()),
             );
+        }
+    }
+    // The runs of the page's workspace, when they changed (a run's record is written apart
+    // from its workspace's status).
+    if let Some(name) = &followed.workspace {
+        let (runs, _) = s.runs_page(tenant, name, super::RUNS_SHOWN, None)?;
+        let rows = Value::Array(runs.iter().map(run_row).collect());
+        if runs_sent.as_ref() != Some(&rows) {
+            events.push(
+                Event::default()
+                    .event("runs")
+                    .id(cursor.id())
+                    .data(json!({ "workspace": name, "runs": rows }).to_string()),
+            );
+            runs_sent = Some(rows);
         }
     }
     let run = match run {
@@ -415,7 +455,14 @@ fn changes(
         events,
         cursor,
         run,
+        runs_sent,
     })
+}
+
+/// A run as the runs table of a workspace's page shows it.
+fn run_row(r: &sng_api::run::RunRecord) -> Value {
+    json!({"id": r.id, "operation": r.operation, "trigger": r.trigger,
+           "phase": r.phase.to_string(), "createdAt": r.created_at})
 }
 
 #[cfg(test)]
@@ -532,7 +579,9 @@ mod tests {
         assert_eq!(marker("lab", None, None, None), "");
         let m = marker("l b", Some(9), Some("w<1>"), Some(("run 1", 30)));
         assert!(
-            m.contains("data-stream=\"/ui/t/l%20b/stream?since=9&amp;run=run%201&amp;offset=30\""),
+            m.contains(
+                "data-stream=\"/ui/t/l%20b/stream?since=9&amp;workspace=w%3C1%3E&amp;run=run%201&amp;offset=30\""
+            ),
             "{m}"
         );
         assert!(m.contains("data-workspace=\"w&lt;1&gt;\""));

@@ -27,6 +27,7 @@ async function live(page, context) {
   await wsPage.goto(`${base}/ui/t/${tenant}/workspaces/${workspace}`);
   seen.push(await wsPage.content());
   await streaming(wsPage);
+  check(await wsPage.isVisible('#cancel'), 'the run going on can be cancelled');
   check((await wsPage.getAttribute('#live', 'data-workspace')) === workspace, 'the workspace page follows its workspace');
 
   const runPage = await context.newPage();
@@ -69,6 +70,11 @@ async function live(page, context) {
   }, null, { timeout: 120000 });
   const conditions = await wsPage.$$eval('#conditions tbody tr', (trs) => trs.map((tr) => [...tr.cells].map((td) => td.textContent)));
   check(conditions.some(([type, status]) => type === 'Ready' && status === 'True'), `the conditions changed in place: ${JSON.stringify(conditions)}`);
+  await wsPage.waitForFunction(() => {
+    const row = document.querySelector('#runs tbody tr');
+    return row && row.cells[3].textContent === 'Succeeded';
+  }, null, { timeout: 60000 });
+  check(!(await wsPage.isVisible('#cancel')), 'the cancel button goes with the run');
   await accessible(wsPage, 'the live workspace page');
   seen.push(await wsPage.content());
 

@@ -100,7 +100,40 @@ document.addEventListener('DOMContentLoaded', () => {
       });
       body.replaceChildren(...rows);
     }
+    // A button whose moment has passed goes (the server would refuse it anyway).
+    const cancel = document.getElementById('cancel');
+    if (cancel) cancel.form.hidden = !w.activeJob;
+    const approve = document.getElementById('approve-form');
+    if (approve) approve.hidden = w.status !== 'AwaitingApproval';
     if (changed) announce(`${w.name}: ${w.status}`);
+  });
+  // The runs of a workspace's page: phases in place, new runs on top.
+  source.addEventListener('runs', (e) => {
+    const w = JSON.parse(e.data);
+    live.dataset.lastEvent = e.lastEventId;
+    const runs = document.querySelector('#runs tbody');
+    if (runs && live.dataset.workspace === w.workspace) {
+      for (const r of [...w.runs].reverse()) {
+        const row = [...runs.rows].find((tr) => tr.cells[0].textContent.trim() === r.id);
+        if (row) {
+          if (row.cells[3].textContent !== r.phase) row.cells[3].textContent = r.phase;
+          continue;
+        }
+        const tr = document.createElement('tr');
+        const link = document.createElement('a');
+        link.href = `${live.dataset.stream.split('/stream')[0]}/runs/${encodeURIComponent(r.id)}`;
+        link.textContent = r.id;
+        const first = document.createElement('td');
+        first.appendChild(link);
+        tr.appendChild(first);
+        for (const v of [r.operation, r.trigger, r.phase, r.createdAt]) {
+          const td = document.createElement('td');
+          td.textContent = v;
+          tr.appendChild(td);
+        }
+        runs.prepend(tr);
+      }
+    }
   });
   source.addEventListener('run', (e) => {
     const r = JSON.parse(e.data);
