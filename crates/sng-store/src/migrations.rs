@@ -28,6 +28,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/sqlite/0016_audit_chain.sql"),
     include_str!("../migrations/sqlite/0017_idempotency_keys.sql"),
     include_str!("../migrations/sqlite/0018_job_priority.sql"),
+    include_str!("../migrations/sqlite/0019_objects_by_revision.sql"),
 ];
 
 /// The PostgreSQL migrations, by name, in order. Never edit a released file: append.
@@ -59,6 +60,10 @@ const PG_MIGRATIONS: &[(&str, &str)] = &[
     (
         "0007_job_priority",
         include_str!("../migrations/postgres/0007_job_priority.sql"),
+    ),
+    (
+        "0008_objects_by_revision",
+        include_str!("../migrations/postgres/0008_objects_by_revision.sql"),
     ),
 ];
 
@@ -202,7 +207,7 @@ mod tests {
     /// The SQLite files are the released migrations, in order: a database migrates as before.
     #[test]
     fn sqlite_migrations_keep_their_order() {
-        assert_eq!(MIGRATIONS.len(), 18);
+        assert_eq!(MIGRATIONS.len(), 19);
         assert!(MIGRATIONS[0].contains("CREATE TABLE revision"));
         assert!(MIGRATIONS[10].contains("CREATE TABLE jobs"));
         assert!(MIGRATIONS[11].contains("CREATE TABLE run_logs"));
@@ -211,11 +216,12 @@ mod tests {
         assert!(MIGRATIONS[15].contains("ALTER TABLE audit ADD COLUMN hash"));
         assert!(MIGRATIONS[16].contains("CREATE TABLE idempotency_keys"));
         assert!(MIGRATIONS[17].contains("jobs_queued_priority"));
+        assert!(MIGRATIONS[18].contains("objects_by_revision"));
         let mut c = Connection::open_in_memory().unwrap();
         migrate(&mut c).unwrap();
         let v: i64 = c
             .pragma_query_value(None, "user_version", |r| r.get(0))
             .unwrap();
-        assert_eq!(v, 18);
+        assert_eq!(v, 19);
     }
 }
