@@ -11,6 +11,16 @@ const badge = (page, name) => page.$$eval('#workspaces tbody tr', (trs, name) =>
 
 const streaming = (page) => page.waitForSelector('body[data-live="open"]', { timeout: 30000 });
 
+// Wait until `fn` (evaluated in the page with `arg`) is true, checking every 100 ms (the
+// page's CSP forbids the eval of page.waitForFunction's polling).
+async function until(page, what, fn, arg, timeout = 120000) {
+  const end = Date.now() + timeout;
+  while (!(await page.evaluate(fn, arg))) {
+    if (Date.now() > end) throw new Error(`check failed: ${what} (waited ${timeout} ms)`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
 // The list, the workspace and its run open in three tabs while the run goes on; the run is
 // released; each page changes in place: the badge, the conditions, the log and the phase.
 async function live(page, context) {
@@ -36,7 +46,7 @@ async function live(page, context) {
   await runPage.goto(`${base}${run}`);
   seen.push(await runPage.content());
   check((await runPage.getAttribute('#live', 'data-stream')).includes('&run='), 'the run page streams its run');
-  await runPage.waitForFunction(() => document.body.dataset.live === 'open' && document.getElementById('live').dataset.lastEvent);
+  await until(runPage, 'the run page streams', () => document.body.dataset.live === 'open' && !!document.getElementById('live').dataset.lastEvent);
   check((await runPage.textContent('#run-phase')) === 'Running', 'the run is Running');
   await accessible(runPage, 'the live run page');
   const logBefore = (await runPage.textContent('#log')).length;
@@ -55,25 +65,25 @@ async function live(page, context) {
   check((await runPage.getAttribute('body', 'data-live')) === 'ended', 'the run page closed its stream at the end');
   seen.push(log);
 
-  await page.waitForFunction((name) => {
+  await until(page, 'the badge turns Ready on the list', (name) => {
     const row = [...document.querySelectorAll('#workspaces tbody tr')].find((tr) => tr.cells[0].textContent.trim() === name);
-    return row && row.cells[1].textContent.trim() === 'Ready';
-  }, workspace, { timeout: 120000 });
+    return !!row && row.cells[1].textContent.trim() === 'Ready';
+  }, workspace);
   check((await page.getAttribute(`#workspaces tbody tr:has(a[href$="/workspaces/${workspace}"]) .badge`, 'class')).includes('st-Ready'), 'the badge is coloured Ready');
   check((await page.textContent('#live-status')).includes(`${workspace}: Ready`), 'the change is announced (aria-live polite)');
   check(await page.evaluate(() => document.activeElement && document.activeElement.id === 'q'), 'the focus did not move');
   seen.push(await page.content());
 
-  await wsPage.waitForFunction(() => {
+  await until(wsPage, 'the badge turns Ready on the workspace page', () => {
     const b = document.querySelector('h1 .badge[class*="st-"]');
-    return b && b.textContent === 'Ready';
-  }, null, { timeout: 120000 });
+    return !!b && b.textContent === 'Ready';
+  });
   const conditions = await wsPage.$$eval('#conditions tbody tr', (trs) => trs.map((tr) => [...tr.cells].map((td) => td.textContent)));
   check(conditions.some(([type, status]) => type === 'Ready' && status === 'True'), `the conditions changed in place: ${JSON.stringify(conditions)}`);
-  await wsPage.waitForFunction(() => {
+  await until(wsPage, 'the run turns Succeeded in the runs table', () => {
     const row = document.querySelector('#runs tbody tr');
-    return row && row.cells[3].textContent === 'Succeeded';
-  }, null, { timeout: 60000 });
+    return !!row && row.cells[3].textContent === 'Succeeded';
+  });
   check(!(await wsPage.isVisible('#cancel')), 'the cancel button goes with the run');
   await accessible(wsPage, 'the live workspace page');
   seen.push(await wsPage.content());
