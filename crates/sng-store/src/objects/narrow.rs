@@ -39,8 +39,9 @@ fn like_anywhere(text: &str) -> String {
     out
 }
 
-/// Rows read at a time while filling a page.
-const CHUNK: usize = 500;
+/// The most rows read at a time while filling a page: the first read asks for one page (and
+/// one row), each next one twice as many, up to this.
+const MAX_CHUNK: i64 = 1000;
 
 /// The SQL condition of a [`Narrow`] on parameters `?first`…: `(condition, parameters)`.
 fn narrow_sql(n: &Narrow, first: usize) -> (String, Vec<String>) {
@@ -116,7 +117,7 @@ impl Store {
             return Err(StoreError::Invalid("limit must be at least 1".into()));
         }
         let (cond, values) = narrow_sql(narrow, 4);
-        let fetch = i64::try_from(CHUNK.max(limit + 1)).unwrap_or(i64::MAX);
+        let mut fetch = crate::paging::fetch_for(limit)?;
         let sql = format!(
             "SELECT {COLUMNS} FROM objects WHERE tenant = ?1 AND kind = ?2 AND name > ?3{cond} \
              ORDER BY name LIMIT ?{}",
@@ -151,6 +152,7 @@ impl Store {
                 Some(l) if full_chunk => after = l,
                 _ => return Ok((page, None)),
             }
+            fetch = fetch.saturating_mul(2).min(MAX_CHUNK.max(fetch));
         }
     }
 
