@@ -30,6 +30,8 @@ pub struct TenantRow {
     pub workspaces: Option<i64>,
     /// It is frozen now.
     pub frozen: bool,
+    /// The runs it started in the last hour (counted on the tenants page only).
+    pub runs_this_hour: Option<i64>,
 }
 
 /// `USED / QUOTA`, `USED`, or `QUOTA max` when the use is not counted.
@@ -59,14 +61,14 @@ pub fn tenants(rows: &[TenantRow]) -> String {
                 b = tenant_badge(t.production),
                 w = use_of(t.workspaces, t.quotas[0]),
                 c = use_of(None, t.quotas[1]),
-                h = use_of(None, t.quotas[2]),
+                h = use_of(t.runs_this_hour, t.quotas[2]),
             )
         })
         .collect();
     format!(
         "<h1>Tenants</h1><table id=\"tenants\"><thead><tr><th scope=\"col\">Tenant</th>\
          <th scope=\"col\">Kind</th><th scope=\"col\">Workspaces (quota)</th>\
-         <th scope=\"col\">Concurrent runs</th><th scope=\"col\">Runs an hour</th></tr></thead>\
+         <th scope=\"col\">Concurrent runs</th><th scope=\"col\">Runs this hour (quota)</th></tr></thead>\
          <tbody>{body}</tbody></table>"
     )
 }
@@ -152,7 +154,7 @@ pub fn workspaces(
         })
         .unwrap_or_default();
     format!(
-        "<h1>Workspaces of {t} {badge}</h1>\
+        "{nav}<h1>Workspaces of {t} {badge}</h1>\
          <form method=\"get\" class=\"filters\" id=\"filters\">\
          <label for=\"status\">Status</label> <select id=\"status\" name=\"status\">{options}</select> \
          <label for=\"label\">Label</label> <input id=\"label\" name=\"label\" value=\"{label}\" placeholder=\"team=web\"> \
@@ -160,6 +162,7 @@ pub fn workspaces(
          <button type=\"submit\" id=\"filter\">Filter</button></form>\
          <table id=\"workspaces\"><thead><tr><th scope=\"col\">Workspace</th><th scope=\"col\">Status</th>\
          <th scope=\"col\">Labels</th><th scope=\"col\">Module</th></tr></thead><tbody>{body}</tbody></table>{empty}{next}",
+        nav = super::admin_pages::tenant_nav(tenant, "workspaces"),
         t = esc(tenant),
         badge = tenant_badge(production),
         label = esc(&filters.label),
@@ -186,7 +189,7 @@ pub struct WorkspacePage<'a> {
 }
 
 /// A button that POSTs `action` on the workspace (with the session's CSRF token).
-fn action_button(tenant: &str, name: &str, action: &str, label: &str, csrf: &str) -> String {
+pub(super) fn action_button(tenant: &str, name: &str, action: &str, label: &str, csrf: &str) -> String {
     format!(
         "<form method=\"post\" action=\"/ui/t/{t}/workspaces/{u}/{action}\" class=\"inline\">\
          <input type=\"hidden\" name=\"csrf\" value=\"{csrf}\">\
@@ -278,6 +281,7 @@ pub fn workspace(p: &WorkspacePage) -> String {
         {
             buttons += &action_button(p.tenant, name, "cancel", "Cancel the run", csrf);
         }
+        buttons += &super::manage::suspend_button(p.tenant, name, ws, csrf);
     }
     let buttons = if buttons.is_empty() {
         buttons
@@ -374,7 +378,7 @@ fn runs_table(tenant: &str, runs: &[RunRecord]) -> String {
 }
 
 /// A serialisable word (an enum of the run record) as its JSON string.
-fn json_word<T: serde::Serialize>(v: &T) -> String {
+pub(super) fn json_word<T: serde::Serialize>(v: &T) -> String {
     match serde_json::to_value(v) {
         Ok(Value::String(s)) => s,
         Ok(other) => other.to_string(),
@@ -536,6 +540,7 @@ mod tests {
             quotas,
             workspaces,
             frozen,
+            runs_this_hour: workspaces.map(|_| 4),
         };
         let page = tenants(&[
             row("bank", true, [Some(10), Some(2), None], Some(3), false),
@@ -543,7 +548,7 @@ mod tests {
         ]);
         assert!(page.contains(">PROD<") && page.contains(">sandbox<"));
         assert!(
-            page.contains("<td>3 / 10</td><td>at most 2</td><td>no limit</td>"),
+            page.contains("<td>3 / 10</td><td>at most 2</td><td>4</td>"),
             "{page}"
         );
         assert!(page.contains(">frozen<"));

@@ -222,7 +222,9 @@ pub(super) async fn run(
     .await;
     match read {
         Ok((tenants, r, log)) => {
-            let body = pages::run(&tenant, &r, &log.text, log.next);
+            let operator = me.who.role.allows(Role::Operator);
+            let body = pages::run(&tenant, &r, &log.text, log.next)
+                + &super::manage::rollback_link(&tenant, &r, operator);
             signed_page(&me, &tenants, Some(&tenant), &format!("Run {id}"), &body)
         }
         Err(e) => failed(e),
