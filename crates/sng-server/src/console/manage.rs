@@ -268,11 +268,11 @@ mod tests {
     use serde_json::json;
 
     fn run(phase: RunPhase, operation: Operation, destroy: i64) -> RunRecord {
-        let mut r: RunRecord = serde_json::from_value(json!({
-            "id": "run-1", "workspace": "w<1>", "operation": "apply", "trigger": "created",
-            "phase": "Succeeded", "createdAt": "2026-12-03T10:00:00Z"
-        }))
-        .expect("a run record");
+        let mut r = RunRecord {
+            id: "run-1".into(),
+            workspace: "w<1>".into(),
+            ..RunRecord::default()
+        };
         r.phase = phase;
         r.operation = operation;
         r.spec = Some(json!({}));

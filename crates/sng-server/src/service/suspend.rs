@@ -37,8 +37,10 @@ pub fn set(
         return Ok(Outcome::Unchanged);
     }
     ws.spec.suspend = spec_value(suspend);
+    // Written over whatever the status became meanwhile (only the spec is taken), as a
+    // rollback is.
+    ws.metadata.resource_version = None;
     let action = if suspend { "suspend" } else { "resume" };
-    // The stored version is kept: a write in between answers 409 rather than being undone.
     let by = crate::audit::actor(who, action);
     let applied = s.apply_by(tenant, vec![Object::Workspace(ws)], false, &by)?;
     for a in &applied {
