@@ -188,9 +188,7 @@ pub(super) async fn quarantine(
         &tenant,
         "Quarantined plans",
         move |s, t| s.quarantine_page(t, None, true, ENTRIES, before),
-        move |(entries, next)| {
-            html_of::quarantine(&t, &entries, next, csrf.as_deref(), notice)
-        },
+        move |(entries, next)| html_of::quarantine(&t, &entries, next, csrf.as_deref(), notice),
     )
     .await
 }
@@ -249,8 +247,7 @@ pub(super) async fn discard(
 ) -> Response {
     let route = format!("/api/v1/tenants/{tenant}/quarantine/{id}/discard");
     let what = "discarding a quarantined plan";
-    if let Err(r) = super::actions::checked_route(&c, &me, &tenant, &route, what, &f.csrf).await
-    {
+    if let Err(r) = super::actions::checked_route(&c, &me, &tenant, &route, what, &f.csrf).await {
         return r;
     }
     let (who, t) = (me.who.clone(), tenant.clone());

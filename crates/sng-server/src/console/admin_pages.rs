@@ -42,7 +42,12 @@ pub fn tenant_nav(tenant: &str, current: &str) -> String {
 /// The heading and navigation of an administration page of `tenant`.
 fn head(tenant: &str, current: &str, title: &str, notice: Option<&str>) -> String {
     let notice = notice
-        .map(|n| format!("<p class=\"notice\" role=\"status\" id=\"notice\">{}</p>", esc(n)))
+        .map(|n| {
+            format!(
+                "<p class=\"notice\" role=\"status\" id=\"notice\">{}</p>",
+                esc(n)
+            )
+        })
         .unwrap_or_default();
     format!(
         "{notice}{nav}<h1>{title} of {t}</h1>",
@@ -210,7 +215,12 @@ pub fn decisions_of(e: &Event) -> Vec<DecisionRow> {
         .map(|d| {
             let messages: Vec<String> = d["messages"]
                 .as_array()
-                .map(|m| m.iter().filter_map(Value::as_str).map(str::to_string).collect())
+                .map(|m| {
+                    m.iter()
+                        .filter_map(Value::as_str)
+                        .map(str::to_string)
+                        .collect()
+                })
                 .unwrap_or_default();
             let error = d["error"].as_str();
             let result = match (d["result"].as_str(), error) {
@@ -331,7 +341,16 @@ pub fn quarantine(
         head(tenant, "quarantine", "Quarantined plans", notice),
         table(
             "quarantine",
-            &["Id", "Workspace", "Plan", "Run", "Reason", "Message", "Quarantined", "Next"],
+            &[
+                "Id",
+                "Workspace",
+                "Plan",
+                "Run",
+                "Reason",
+                "Message",
+                "Quarantined",
+                "Next"
+            ],
             &rows,
             "No quarantined plan."
         ),
@@ -420,7 +439,15 @@ pub fn agents(tenant: &str, pools: &[PoolRow], agents: &[AgentInfo]) -> String {
         ),
         table(
             "agents",
-            &["Agent", "Pool", "Status", "Slots used", "Runs", "Last heartbeat", "Version"],
+            &[
+                "Agent",
+                "Pool",
+                "Status",
+                "Slots used",
+                "Runs",
+                "Last heartbeat",
+                "Version"
+            ],
             &agent_rows,
             "No agent registered."
         )

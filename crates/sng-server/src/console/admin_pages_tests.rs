@@ -10,7 +10,10 @@ fn event(ty: &str, ws: &str, run: Option<&str>, data: Value) -> Event {
 #[test]
 fn the_navigation_marks_the_page_in_view() {
     let nav = tenant_nav("a b", "audit");
-    assert!(nav.contains("href=\"/ui/t/a%20b/audit\" aria-current=\"page\""), "{nav}");
+    assert!(
+        nav.contains("href=\"/ui/t/a%20b/audit\" aria-current=\"page\""),
+        "{nav}"
+    );
     assert!(nav.contains("href=\"/ui/t/a%20b/events\">Events"));
     assert_eq!(nav.matches("aria-current").count(), 1);
 }
@@ -20,14 +23,23 @@ fn events_say_what_happened_and_link_their_workspace_and_run() {
     for (data, reason, want) in [
         (json!({"message": "the <plan>"}), None, "the <plan>"),
         (json!({"reason": "RunFailed"}), None, "RunFailed"),
-        (json!({"reason": "x"}), Some("SecretExpired"), "SecretExpired"),
+        (
+            json!({"reason": "x"}),
+            Some("SecretExpired"),
+            "SecretExpired",
+        ),
         (json!({}), None, ""),
     ] {
         let mut e = event("run.failed", "w", None, data);
         e.reason = reason.map(str::to_string);
         assert_eq!(event_words(&e), want);
     }
-    let e = event("run.planned", "web", Some("run-1"), json!({"message": "<b>"}));
+    let e = event(
+        "run.planned",
+        "web",
+        Some("run-1"),
+        json!({"message": "<b>"}),
+    );
     let page = events("lab", &[e], Some(42));
     assert!(page.contains("href=\"/ui/t/lab/workspaces/web\""), "{page}");
     assert!(page.contains("href=\"/ui/t/lab/runs/run-1\""));
@@ -121,11 +133,17 @@ fn a_quarantined_plan_has_a_discard_button_for_an_operator_only() {
     };
     let both = [open, closed];
     let operator = quarantine("lab", &both, None, Some("c"), None);
-    assert!(operator.contains("action=\"/ui/t/lab/quarantine/q-1/discard\""), "{operator}");
+    assert!(
+        operator.contains("action=\"/ui/t/lab/quarantine/q-1/discard\""),
+        "{operator}"
+    );
     assert!(operator.contains("id=\"discard-q-1\""));
     assert!(!operator.contains("discard-q-2") && operator.contains("discarded by token:tok-9"));
     let viewer = quarantine("lab", &both, Some(7), None, None);
-    assert!(!viewer.contains("<button") && !viewer.contains("<form"), "{viewer}");
+    assert!(
+        !viewer.contains("<button") && !viewer.contains("<form"),
+        "{viewer}"
+    );
     assert!(viewer.contains("sng quarantine discard q-1"));
     assert!(viewer.contains("quarantine?before=7"));
 }
@@ -136,7 +154,11 @@ fn selections_in_words() {
     s.match_labels.insert("team".into(), "web".into());
     for (ws, sel, want) in [
         (None, None, "every workspace"),
-        (Some(vec!["a".to_string(), "b".to_string()]), None, "workspaces a, b"),
+        (
+            Some(vec!["a".to_string(), "b".to_string()]),
+            None,
+            "workspaces a, b",
+        ),
         (None, Some(&s), "labels team=web"),
     ] {
         assert_eq!(selection(ws.as_deref(), sel), want);

@@ -60,18 +60,21 @@ pub fn rollback_page(
     csrf: &str,
     destroys_in_production: i64,
 ) -> String {
-    let n = |k: &str| {
-        r.plan
-            .as_ref()
-            .and_then(|p| p[k].as_i64())
-            .unwrap_or(0)
+    let n = |k: &str| r.plan.as_ref().and_then(|p| p[k].as_i64()).unwrap_or(0);
+    let now_module = |k: &str| {
+        current
+            .pointer(&format!("/spec/module/{k}"))
+            .and_then(Value::as_str)
     };
-    let now_module = |k: &str| current.pointer(&format!("/spec/module/{k}")).and_then(Value::as_str);
-    let module_now = [("source", now_module("source")), ("tag", now_module("tag")), ("digest", now_module("digest"))]
-        .iter()
-        .filter_map(|(k, v)| v.map(|v| format!("{k} {v}")))
-        .collect::<Vec<_>>()
-        .join(", ");
+    let module_now = [
+        ("source", now_module("source")),
+        ("tag", now_module("tag")),
+        ("digest", now_module("digest")),
+    ]
+    .iter()
+    .filter_map(|(k, v)| v.map(|v| format!("{k} {v}")))
+    .collect::<Vec<_>>()
+    .join(", ");
     let rows: String = [
         ("workspace", r.workspace.clone()),
         ("run", r.id.clone()),
@@ -79,7 +82,10 @@ pub fn rollback_page(
         ("finished", r.finished_at.clone().unwrap_or_default()),
         ("module", r.module_source.clone().unwrap_or_default()),
         ("module digest", r.module_digest.clone().unwrap_or_default()),
-        ("its plan", format!("+{} ~{} -{}", n("add"), n("change"), n("destroy"))),
+        (
+            "its plan",
+            format!("+{} ~{} -{}", n("add"), n("change"), n("destroy")),
+        ),
         ("module now", module_now),
     ]
     .iter()
@@ -291,20 +297,42 @@ mod tests {
             (RunPhase::Failed, Operation::Apply, true, false),
         ] {
             let link = rollback_link("lab", &run(phase, op, 0), operator);
-            assert_eq!(link.contains("id=\"rollback\""), shown, "{phase:?} {op:?} {operator}");
+            assert_eq!(
+                link.contains("id=\"rollback\""),
+                shown,
+                "{phase:?} {op:?} {operator}"
+            );
         }
     }
 
     #[test]
     fn the_rollback_page_shows_the_plan_and_asks_for_the_name_in_production() {
         let ws = json!({"spec": {"module": {"source": "oci://r/m", "tag": "2"}}});
-        let plain = rollback_page("lab", &run(RunPhase::Succeeded, Operation::Apply, 0), &ws, "c", 0);
-        assert!(plain.contains("+1 ~0 -0") && plain.contains("sha256:abc"), "{plain}");
+        let plain = rollback_page(
+            "lab",
+            &run(RunPhase::Succeeded, Operation::Apply, 0),
+            &ws,
+            "c",
+            0,
+        );
+        assert!(
+            plain.contains("+1 ~0 -0") && plain.contains("sha256:abc"),
+            "{plain}"
+        );
         assert!(plain.contains("source oci://r/m, tag 2"));
         assert!(plain.contains("class=\"primary\"") && !plain.contains("name=\"confirm\""));
         assert!(plain.contains("action=\"/ui/t/lab/runs/run-1/rollback\""));
-        let red = rollback_page("bank", &run(RunPhase::Succeeded, Operation::Apply, 2), &ws, "c", 2);
-        assert!(red.contains("class=\"danger\"") && red.contains("data-expect=\"w&lt;1&gt;\""), "{red}");
+        let red = rollback_page(
+            "bank",
+            &run(RunPhase::Succeeded, Operation::Apply, 2),
+            &ws,
+            "c",
+            2,
+        );
+        assert!(
+            red.contains("class=\"danger\"") && red.contains("data-expect=\"w&lt;1&gt;\""),
+            "{red}"
+        );
     }
 
     #[test]

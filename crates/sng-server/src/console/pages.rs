@@ -189,7 +189,13 @@ pub struct WorkspacePage<'a> {
 }
 
 /// A button that POSTs `action` on the workspace (with the session's CSRF token).
-pub(super) fn action_button(tenant: &str, name: &str, action: &str, label: &str, csrf: &str) -> String {
+pub(super) fn action_button(
+    tenant: &str,
+    name: &str,
+    action: &str,
+    label: &str,
+    csrf: &str,
+) -> String {
     format!(
         "<form method=\"post\" action=\"/ui/t/{t}/workspaces/{u}/{action}\" class=\"inline\">\
          <input type=\"hidden\" name=\"csrf\" value=\"{csrf}\">\

@@ -49,7 +49,10 @@ fn runs(server: &Server, tenant: &str, ws: &str) -> Vec<Value> {
 fn applies(server: &Server, tenant: &str, ws: &str) -> Vec<Value> {
     let mut done: Vec<Value> = runs(server, tenant, ws)
         .into_iter()
-        .filter(|r| r["phase"] == "Succeeded" && r["operation"] == "apply")
+        .filter(|r| {
+            r["phase"] == "Succeeded"
+                && (r["operation"] == "apply" || r["operation"] == "apply-approved")
+        })
         .collect();
     done.reverse();
     done
@@ -58,7 +61,9 @@ fn applies(server: &Server, tenant: &str, ws: &str) -> Vec<Value> {
 /// Ready at generation `g`, with no run going.
 fn ready_at(g: i64) -> impl Fn(&Value) -> bool {
     move |w| {
-        is_ready(w) && w["status"]["observedGeneration"] == g && w["status"].get("activeJob").is_none()
+        is_ready(w)
+            && w["status"]["observedGeneration"] == g
+            && w["status"].get("activeJob").is_none()
     }
 }
 
@@ -102,6 +107,7 @@ fn the_admin_pages_and_actions_in_a_real_browser() {
     objects += &workspace("app", &src, "  vars: {v: \"1\"}\n");
     objects += &workspace("db", &src, "  approval: manual\n  vars: {v: \"1\"}\n");
     server.apply_in("lab", &objects);
+    server.apply_in("bank", &workspace("vault", &src, "  vars: {v: \"1\"}\n"));
     let awaiting = |w: &Value| {
         condition(w, "AwaitingApproval").0 == "True" && w["status"].get("activeJob").is_none()
     };
@@ -145,7 +151,9 @@ fn the_admin_pages_and_actions_in_a_real_browser() {
         "lab",
         &[("SNG_WORKSPACE", "app"), ("SNG_RUN", &first)],
     );
-    assert!(server.workspace_in("lab", "app")["spec"].get("suspend").is_none());
+    assert!(server.workspace_in("lab", "app")["spec"]
+        .get("suspend")
+        .is_none());
 
     // An operator discards the quarantined plan.
     let operator = create_token(&server, &lab, "lab", "operator");
@@ -198,9 +206,19 @@ fn the_admin_pages_and_actions_in_a_real_browser() {
     assert_eq!(w["spec"]["vars"]["v"], "1", "the first run's spec: {w}");
 
     // Production: rolling back to a run whose plan replaced a resource needs the name re-typed.
-    server.apply_in("bank", &workspace("vault", &src, "  vars: {v: \"1\"}\n"));
     server.until_in("bank", "vault", "Ready", ready_at(1));
     server.apply_in("bank", &workspace("vault", &src, "  vars: {v: \"2\"}\n"));
+    // A replacing plan in production awaits a confirmed approval.
+    let w = server.until_in("bank", "vault", "the replacing plan", |w| {
+        awaiting(w) && w["status"]["observedGeneration"] == 2
+    });
+    let plan = w["status"]["lastPlan"]["id"].as_str().unwrap().to_string();
+    ok(server.sng_as(
+        &bank,
+        "bank",
+        &["approve", "workspace", "vault", &plan, "--confirm", "vault"],
+        None,
+    ));
     server.until_in("bank", "vault", "Ready at generation 2", ready_at(2));
     let replaced = applies(&server, "bank", "vault")[1].clone();
     assert!(replaced["plan"]["destroy"].as_i64() > Some(0), "{replaced}");
@@ -215,8 +233,12 @@ fn the_admin_pages_and_actions_in_a_real_browser() {
             ("SNG_RUN", replaced["id"].as_str().unwrap()),
         ],
     );
-    wait_for("the production rollback run", Duration::from_secs(180), || {
-        let all = runs(&server, "bank", "vault");
-        (all.len() > before && all[0]["trigger"] == "rollback").then_some(())
-    });
+    wait_for(
+        "the production rollback run",
+        Duration::from_secs(180),
+        || {
+            let all = runs(&server, "bank", "vault");
+            (all.len() > before && all[0]["trigger"] == "rollback").then_some(())
+        },
+    );
 }
