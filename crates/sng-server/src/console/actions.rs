@@ -25,6 +25,9 @@ pub(super) fn notice(word: &str) -> Option<&'static str> {
         "resumed" => Some("Workspace resumed: runs start again when something changes."),
         "rolledback" => Some("Rollback started: a new run restores that run's spec and module."),
         "discarded" => Some("Quarantined plan discarded."),
+        "plan-discarded" => Some(
+            "Plan discarded: nothing is applied, and these inputs are not planned again until the spec or an input changes.",
+        ),
         _ => None,
     }
 }

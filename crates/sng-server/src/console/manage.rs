@@ -21,13 +21,31 @@ use super::html::{esc, url};
 use super::pages::{action_button, json_word};
 use super::{failed, signed_page, visible_tenants, Console, Signed};
 
-/// The suspend or resume button of a workspace (its rendered object), for an operator.
-pub fn suspend_button(tenant: &str, name: &str, ws: &Value, csrf: &str) -> String {
-    if ws.pointer("/spec/suspend") == Some(&Value::Bool(true)) {
+/// An operator's buttons on a workspace (its rendered object): discard the plan awaiting
+/// approval (when one does and no run goes on), suspend or resume.
+pub fn workspace_buttons(tenant: &str, name: &str, ws: &Value, csrf: &str) -> String {
+    let mut out = String::new();
+    let plan = ws.pointer("/status/lastPlan/id").and_then(Value::as_str);
+    let idle = ws.pointer("/status/activeJob").is_none_or(Value::is_null);
+    if let (Some(plan), true, "AwaitingApproval") = (plan, idle, super::html::workspace_status(ws))
+    {
+        out += &format!(
+            "<form method=\"post\" action=\"/ui/t/{t}/workspaces/{u}/discard\" class=\"inline\">\
+             <input type=\"hidden\" name=\"csrf\" value=\"{c}\">\
+             <input type=\"hidden\" name=\"plan_id\" value=\"{p}\">\
+             <button type=\"submit\" id=\"discard\">Discard the plan</button></form> ",
+            t = url(tenant),
+            u = url(name),
+            c = esc(csrf),
+            p = esc(plan),
+        );
+    }
+    out += &if ws.pointer("/spec/suspend") == Some(&Value::Bool(true)) {
         action_button(tenant, name, "resume", "Resume", csrf)
     } else {
         action_button(tenant, name, "suspend", "Suspend", csrf)
-    }
+    };
+    out
 }
 
 /// A run that can be rolled back to: a successful apply that recorded its spec and digest.
@@ -164,6 +182,33 @@ async fn set_suspend(
         what,
         &f.csrf,
         move |s, _, who, t, n| crate::service::suspend::set(s, who, t, n, suspend).map(drop),
+    )
+    .await
+}
+
+#[derive(Deserialize)]
+pub(super) struct DiscardForm {
+    #[serde(default)]
+    csrf: String,
+    #[serde(default)]
+    plan_id: String,
+}
+
+/// Discard the plan awaiting approval (`POST …/discard`).
+pub(super) async fn discard(
+    State(c): State<Console>,
+    me: Signed,
+    Path((tenant, name)): Path<(String, String)>,
+    Form(f): Form<DiscardForm>,
+) -> Response {
+    let req = crate::service::approve::DiscardRequest { plan_id: f.plan_id };
+    act(
+        &c,
+        &me,
+        (&tenant, &name),
+        ("discard", "discarding a plan", "plan-discarded"),
+        &f.csrf,
+        move |s, _, who, t, n| crate::service::approve::discard(s, who, t, n, &req).map(drop),
     )
     .await
 }
@@ -336,10 +381,22 @@ mod tests {
     }
 
     #[test]
-    fn suspend_or_resume_as_the_spec_says() {
-        let b = |spec| suspend_button("lab", "w", &json!({"spec": spec}), "c");
-        assert!(b(json!({})).contains("/workspaces/w/suspend"));
-        assert!(b(json!({"suspend": false})).contains(">Suspend<"));
-        assert!(b(json!({"suspend": true})).contains("/workspaces/w/resume"));
+    fn suspend_or_resume_as_the_spec_says_discard_a_plan_awaiting_approval() {
+        let b = |spec, status| {
+            workspace_buttons("lab", "w", &json!({"spec": spec, "status": status}), "c")
+        };
+        assert!(b(json!({}), json!({})).contains("/workspaces/w/suspend"));
+        assert!(b(json!({"suspend": false}), json!({})).contains(">Suspend<"));
+        assert!(b(json!({"suspend": true}), json!({})).contains("/workspaces/w/resume"));
+        let awaiting = json!({"conditions": [{"type": "AwaitingApproval", "status": "True"}], "lastPlan": {"id": "p<1>"}});
+        let page = b(json!({}), awaiting.clone());
+        assert!(
+            page.contains("/workspaces/w/discard") && page.contains("value=\"p&lt;1&gt;\""),
+            "{page}"
+        );
+        let mut running = awaiting;
+        running["activeJob"] = json!("run-1");
+        assert!(!b(json!({}), running).contains("discard"));
+        assert!(!b(json!({}), json!({"lastPlan": {"id": "p"}})).contains("discard"));
     }
 }

@@ -104,6 +104,10 @@ pub fn routes<S: Clone + Send + Sync + 'static>(app: AppState) -> Router<S> {
             post(admin::discard),
         )
         .route("/ui/t/{tenant}/agents", get(admin::agents))
+        .route(
+            "/ui/t/{tenant}/workspaces/{name}/discard",
+            post(manage::discard),
+        )
         .layer(axum::middleware::from_fn(same_origin))
         .with_state(Console {
             app,

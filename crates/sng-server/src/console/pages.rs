@@ -287,7 +287,7 @@ pub fn workspace(p: &WorkspacePage) -> String {
         {
             buttons += &action_button(p.tenant, name, "cancel", "Cancel the run", csrf);
         }
-        buttons += &super::manage::suspend_button(p.tenant, name, ws, csrf);
+        buttons += &super::manage::workspace_buttons(p.tenant, name, ws, csrf);
     }
     let buttons = if buttons.is_empty() {
         buttons

@@ -74,7 +74,8 @@ async function pages(page) {
 
 async function viewer(page) {
   await signIn(page, token);
-  const paths = ['/ui/tenants', ...PAGES.map((x) => `/ui/t/${tenant}/${x}`), `/ui/t/${tenant}/runs/${run}`, `/ui/t/${tenant}/workspaces/${workspace}`];
+  // db awaits approval: an operator would see approve and discard there.
+  const paths = ['/ui/tenants', ...PAGES.map((x) => `/ui/t/${tenant}/${x}`), `/ui/t/${tenant}/runs/${run}`, `/ui/t/${tenant}/workspaces/${workspace}`, `/ui/t/${tenant}/workspaces/db`];
   for (const p of paths) {
     await open(page, p);
     const actions = await page.$$eval('main button, main form[method=post], main a.button', (els) => els.length);
@@ -85,7 +86,7 @@ async function viewer(page) {
   const csrf = await page.getAttribute('header input[name=csrf]', 'value');
   const rb = await page.goto(`${base}/ui/t/${tenant}/runs/${run}/rollback`);
   check(rb.status() === 403, `the rollback page refuses a viewer: ${rb.status()}`);
-  for (const p of [`/ui/t/${tenant}/workspaces/${workspace}/suspend`, `/ui/t/${tenant}/runs/${run}/rollback`, `/ui/t/${tenant}/quarantine/q-000000000000/discard`]) {
+  for (const p of [`/ui/t/${tenant}/workspaces/${workspace}/suspend`, `/ui/t/${tenant}/workspaces/db/discard`, `/ui/t/${tenant}/runs/${run}/rollback`, `/ui/t/${tenant}/quarantine/q-000000000000/discard`]) {
     const r = await page.request.post(`${base}${p}`, { form: { csrf } });
     check(r.status() === 403, `POST ${p} refuses a viewer: ${r.status()}`);
   }
@@ -101,6 +102,17 @@ async function discard(page) {
   check((await text(page, '#quarantine')).includes('discarded by'), 'the entry says who discarded it');
   check((await page.$('#quarantine button')) === null, 'no discard button left');
   await accessible(page, 'the quarantine page after a discard');
+}
+
+async function discardPlan(page) {
+  await signIn(page, token);
+  await openWorkspace(page, workspace);
+  check((await page.$('#approve')) !== null && (await page.$('#discard')) !== null, 'a plan awaiting approval: approve and discard');
+  await accessible(page, 'the discard button');
+  await Promise.all([page.waitForURL(has('notice=plan-discarded')), page.click('#discard')]);
+  check((await text(page, '#notice')).includes('Plan discarded'), 'the page says the plan is discarded');
+  check((await page.$('#discard')) === null && (await page.$('#approve')) === null, 'nothing left to approve or discard');
+  check((await text(page, '#conditions')).includes('PlanDiscarded'), 'the conditions say the plan was discarded');
 }
 
 async function suspend(page) {
@@ -147,4 +159,4 @@ async function prodRollback(page) {
   check((await text(page, '#notice')).includes('Rollback started'), 'the page says the rollback started');
 }
 
-await main({ pages, viewer, discard, suspend, rollback, 'prod-rollback': prodRollback });
+await main({ pages, viewer, discard, 'discard-plan': discardPlan, suspend, rollback, 'prod-rollback': prodRollback });

@@ -164,6 +164,56 @@ fn the_admin_pages_and_actions_in_a_real_browser() {
         "the plan is discarded: {q}"
     );
 
+    // Discard the plan awaiting approval of db: nothing applied, the plan closed in the
+    // quarantine, those inputs not planned again; a new spec plans again.
+    let pending = server.workspace_in("lab", "db")["status"]["lastPlan"]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    browser(
+        &server,
+        "discard-plan",
+        &operator,
+        "lab",
+        &[("SNG_WORKSPACE", "db")],
+    );
+    let w = server.workspace_in("lab", "db");
+    let (status, reason, _) = condition(&w, "AwaitingApproval");
+    assert_eq!(
+        (status.as_str(), reason.as_str()),
+        ("False", "PlanDiscarded"),
+        "{w}"
+    );
+    let q = server.api("/tenants/lab/quarantine?all=true&workspace=db");
+    let closed = q["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["planId"] == pending.as_str())
+        .unwrap_or_else(|| panic!("the discarded plan is quarantined: {q}"));
+    assert_eq!(closed["reason"], "Discarded", "{closed}");
+    assert!(closed["discardedBy"].is_string(), "{closed}");
+    // Discarded already: the CLI is refused, with the reason.
+    let o = server.sng_as(
+        &operator,
+        "lab",
+        &["discard", "workspace", "db", &pending],
+        None,
+    );
+    fails(&o, 1, "cannot be discarded: no plan awaits approval");
+    server.apply_in(
+        "lab",
+        &workspace("db", &src, "  approval: manual\n  vars: {v: \"3\"}\n"),
+    );
+    server.until_in("lab", "db", "the plan of the new spec", |w| {
+        awaiting(w) && w["status"]["observedGeneration"] == 3
+    });
+    assert_eq!(
+        runs(&server, "lab", "db").len(),
+        3,
+        "two plans, then only the new spec's: the discarded inputs were not planned again"
+    );
+
     // Suspend, then resume: both written, both audited.
     browser(
         &server,
