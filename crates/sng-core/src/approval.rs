@@ -281,6 +281,34 @@ mod tests {
         })
     }
 
+    /// What the reconciler decides after a discard: nothing for the discarded inputs, a plan
+    /// for new ones.
+    #[test]
+    fn a_discarded_plan_is_not_made_again() {
+        use crate::decide::{decide, Action, Facts as Observed};
+        use sng_api::run::{Operation, Trigger};
+        let discarded = Observed {
+            now: 1000,
+            manual: true,
+            inputs_hash: "h2".into(),
+            applied_hash: Some("h1".into()),
+            discarded: Some("h2".into()),
+            ..Observed::default()
+        };
+        assert_eq!(decide(&discarded), Action::Idle { requeue_at: None });
+        let changed = Observed {
+            inputs_hash: "h3".into(),
+            ..discarded
+        };
+        assert_eq!(
+            decide(&changed),
+            Action::Run {
+                operation: Operation::Plan,
+                trigger: Trigger::InputsChanged
+            }
+        );
+    }
+
     #[test]
     fn discarding_takes_the_pending_plan_only() {
         let cases: Vec<(&str, Facts, Result<(), &str>)> = vec![

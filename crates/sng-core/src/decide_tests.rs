@@ -113,26 +113,6 @@ fn decisions() {
             run(ApplyApproved, Approval),
         ),
         (
-            "the plan of these inputs was discarded: nothing runs",
-            Facts {
-                manual: true,
-                inputs_hash: "h2".into(),
-                discarded: Some("h2".into()),
-                ..ready()
-            },
-            Action::Idle { requeue_at: None },
-        ),
-        (
-            "a plan of older inputs was discarded: plan the new ones",
-            Facts {
-                manual: true,
-                inputs_hash: "h3".into(),
-                discarded: Some("h2".into()),
-                ..ready()
-            },
-            run(Plan, InputsChanged),
-        ),
-        (
             "awaiting an older plan: re-plan",
             Facts {
                 manual: true,
