@@ -6,8 +6,11 @@
 //! and never a secret value (outputs show their keys only).
 
 mod actions;
+mod detail;
+mod graph;
 pub mod html;
 mod pages;
+mod run_detail;
 mod session;
 mod views;
 

@@ -99,7 +99,18 @@ pub(crate) fn plan_record(
                     .as_array()
                     .into_iter()
                     .flatten()
-                    .map(|a| json!({"name": a["name"]}))
+                    .map(|a| {
+                        // Names only, never values; a value the plan flags sensitive is
+                        // marked as such (the console says so).
+                        let masked = |v: &serde_json::Value| {
+                            v.to_string().contains(sng_core::redact::SENSITIVE)
+                        };
+                        if masked(&a["before"]) || masked(&a["after"]) {
+                            json!({"name": a["name"], "sensitive": true})
+                        } else {
+                            json!({"name": a["name"]})
+                        }
+                    })
                     .collect();
                 let mut kept = json!({"address": r["address"], "actions": r["actions"], "attributes": attributes});
                 if r["importing"].is_object() {
