@@ -401,3 +401,29 @@ pub(crate) async fn conclude(p: &Platform, lease: &Arc<Lease>, b: Begun, stopped
     }
     tracing::info!(run = %run_id, tenant, workspace = name, result = %phase, "run ended");
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_record_keeps_attribute_names_and_marks_sensitive_ones_never_values() {
+        let plan = sng_runner::PlanResult {
+            counts: Default::default(),
+            hash: "sha256:x".into(),
+            changes: vec![json!({"address": "file_document.f", "actions": ["create"], "attributes": [
+                {"name": "content", "before": null, "after": "hello"},
+                {"name": "secret", "before": null, "after": sng_core::redact::SENSITIVE},
+                {"name": "nested", "before": {"a": 1}, "after": {"a": sng_core::redact::SENSITIVE}},
+            ]})],
+            drift: vec![],
+            unknown: vec![],
+        };
+        let v = plan_record("plan-1", &plan, None);
+        assert_eq!(
+            v["changes"][0]["attributes"],
+            json!([{"name": "content"}, {"name": "secret", "sensitive": true}, {"name": "nested", "sensitive": true}])
+        );
+        assert!(!v.to_string().contains("hello"), "no value: {v}");
+    }
+}

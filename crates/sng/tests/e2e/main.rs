@@ -15,6 +15,7 @@ mod audit_runs;
 mod balance;
 mod cli;
 mod console;
+mod console_detail;
 mod database_outage;
 mod decisions;
 mod deep_chain;
