@@ -107,9 +107,10 @@ pub fn output_rows(
                 (None, _) => Err("not shown"),
                 (_, _) if !may_read => Err("not shown to viewers"),
                 (_, None) => Err("not shown"),
-                (Some(_), Some(v)) if v.chars().count() > VALUE_SHOWN => {
-                    Ok(format!("{}…", v.chars().take(VALUE_SHOWN).collect::<String>()))
-                }
+                (Some(_), Some(v)) if v.chars().count() > VALUE_SHOWN => Ok(format!(
+                    "{}…",
+                    v.chars().take(VALUE_SHOWN).collect::<String>()
+                )),
                 (Some(_), Some(v)) => Ok(v),
             };
             OutputRow { key, value }
@@ -313,7 +314,10 @@ pub fn changes_table(id: &str, items: &[Value]) -> String {
 /// The drift section, from the last run with a plan (as `sng drift`).
 pub fn drift(tenant: &str, runs: &[sng_api::run::RunRecord]) -> String {
     let head = "<section id=\"drift\" aria-labelledby=\"drift-h\"><h2 id=\"drift-h\">Drift</h2>";
-    let Some(run) = runs.iter().find(|r| r.plan.as_ref().is_some_and(Value::is_object)) else {
+    let Some(run) = runs
+        .iter()
+        .find(|r| r.plan.as_ref().is_some_and(Value::is_object))
+    else {
         return format!("{head}<p>No plan yet.</p></section>");
     };
     let plan = run.plan.as_ref().expect("found with a plan");
@@ -338,7 +342,8 @@ pub fn drift(tenant: &str, runs: &[sng_api::run::RunRecord]) -> String {
 
 /// The state versions section: serial, lineage, when, which run — never the state body.
 pub fn versions(tenant: &str, versions: &[StateVersion]) -> String {
-    let head = "<section id=\"state\" aria-labelledby=\"state-h\"><h2 id=\"state-h\">State versions</h2>";
+    let head =
+        "<section id=\"state\" aria-labelledby=\"state-h\"><h2 id=\"state-h\">State versions</h2>";
     if versions.is_empty() {
         return format!("{head}<p>No state yet.</p></section>");
     }
@@ -348,7 +353,14 @@ pub fn versions(tenant: &str, versions: &[StateVersion]) -> String {
             let run = v
                 .run_id
                 .as_deref()
-                .map(|r| format!("<a href=\"/ui/t/{}/runs/{}\">{}</a>", url(tenant), url(r), esc(r)))
+                .map(|r| {
+                    format!(
+                        "<a href=\"/ui/t/{}/runs/{}\">{}</a>",
+                        url(tenant),
+                        url(r),
+                        esc(r)
+                    )
+                })
                 .unwrap_or_else(|| "(outside a run)".into());
             format!(
                 "<tr><td>{}</td><td><code>{}</code></td><td>{}</td><td>{run}</td></tr>",

@@ -8,7 +8,13 @@ fn kv(k: &str, v: &str) -> (String, Option<String>) {
 
 #[test]
 fn output_values_show_only_when_not_sensitive_known_and_readable() {
-    let outs = || vec![kv("token", "s3cret"), kv("url", "http://x"), ("bin".to_string(), None)];
+    let outs = || {
+        vec![
+            kv("token", "s3cret"),
+            kv("url", "http://x"),
+            ("bin".to_string(), None),
+        ]
+    };
     let shown = |rows: Vec<OutputRow>| -> Vec<(String, Result<String, &'static str>)> {
         rows.into_iter().map(|r| (r.key, r.value)).collect()
     };
@@ -64,7 +70,9 @@ fn output_values_show_only_when_not_sensitive_known_and_readable() {
     let long = output_rows(vec![kv("big", &"x".repeat(500))], Some(""), true);
     assert_eq!(long[0].value.as_ref().unwrap().chars().count(), 201);
     let html = outputs(&output_rows(outs(), Some("token"), true));
-    assert!(html.contains("<code>token</code></td><td><span class=\"hint\">(sensitive: never shown)"));
+    assert!(
+        html.contains("<code>token</code></td><td><span class=\"hint\">(sensitive: never shown)")
+    );
     assert!(html.contains("<samp>http://x</samp>") && !html.contains("s3cret"));
     assert!(outputs(&[]).contains("No outputs published"));
 }
@@ -94,9 +102,18 @@ fn the_chain_offers_the_next_action_where_one_applies_and_the_role_allows() {
     };
     for (s, a, has, lacks) in [
         (
-            step("w", "AwaitingApproval", Some("sng approve workspace w p1"), 0),
+            step(
+                "w",
+                "AwaitingApproval",
+                Some("sng approve workspace w p1"),
+                0,
+            ),
             operator(Some(("p1", false)), false),
-            vec!["action=\"/ui/t/lab/workspaces/w/approve\"", "name=\"plan_id\" value=\"p1\"", "id=\"explain-approve\""],
+            vec![
+                "action=\"/ui/t/lab/workspaces/w/approve\"",
+                "name=\"plan_id\" value=\"p1\"",
+                "id=\"explain-approve\"",
+            ],
             vec![],
         ),
         (
@@ -106,7 +123,12 @@ fn the_chain_offers_the_next_action_where_one_applies_and_the_role_allows() {
             vec!["<button"],
         ),
         (
-            step("w", "AwaitingApproval", Some("sng approve workspace w p1"), 0),
+            step(
+                "w",
+                "AwaitingApproval",
+                Some("sng approve workspace w p1"),
+                0,
+            ),
             viewer,
             vec!["<code>sng approve workspace w p1</code>"],
             vec!["<button", "<form"],
@@ -114,12 +136,19 @@ fn the_chain_offers_the_next_action_where_one_applies_and_the_role_allows() {
         (
             step("w", "Running", Some("sng logs run-7 -f"), 0),
             operator(None, false),
-            vec!["href=\"/ui/t/lab/runs/run-7\"", "action=\"/ui/t/lab/workspaces/w/cancel\""],
+            vec![
+                "href=\"/ui/t/lab/runs/run-7\"",
+                "action=\"/ui/t/lab/workspaces/w/cancel\"",
+            ],
             vec![],
         ),
         (
             step("w", "Running", Some("sng logs run-7 -f"), 0),
-            ChainActions { csrf: None, approve: None, refresh: false },
+            ChainActions {
+                csrf: None,
+                approve: None,
+                refresh: false,
+            },
             vec!["href=\"/ui/t/lab/runs/run-7\""],
             vec!["<button"],
         ),
@@ -132,7 +161,10 @@ fn the_chain_offers_the_next_action_where_one_applies_and_the_role_allows() {
         (
             step("w", "Ready", Some("sng drift workspace w"), 0),
             operator(None, true),
-            vec!["href=\"#drift\"", "action=\"/ui/t/lab/workspaces/w/refresh\""],
+            vec![
+                "href=\"#drift\"",
+                "action=\"/ui/t/lab/workspaces/w/refresh\"",
+            ],
             vec![],
         ),
         (
@@ -142,7 +174,12 @@ fn the_chain_offers_the_next_action_where_one_applies_and_the_role_allows() {
             vec!["<button"],
         ),
         (
-            step("w", "Suspended", Some("set spec.suspend: false and sng apply"), 0),
+            step(
+                "w",
+                "Suspended",
+                Some("set spec.suspend: false and sng apply"),
+                0,
+            ),
             operator(None, true),
             vec!["<code>set spec.suspend: false and sng apply</code>"],
             vec!["<button"],
@@ -155,7 +192,7 @@ fn the_chain_offers_the_next_action_where_one_applies_and_the_role_allows() {
             vec!["<button", "Open the failed run"],
         ),
     ] {
-        let html = explain("lab", "w", &[s.clone()], &a);
+        let html = explain("lab", "w", std::slice::from_ref(&s), &a);
         for h in has {
             assert!(html.contains(h), "{}: {h} in {html}", s.state);
         }
@@ -174,14 +211,25 @@ fn drift_is_shown_per_resource_and_attribute_from_the_last_plan() {
         ..Default::default()
     };
     assert!(drift("lab", &[run("run-2", None)]).contains("No plan yet"));
-    let clean = drift("lab", &[run("run-2", None), run("run-1", Some(json!({"id": "plan-1", "drift": []})))]);
-    assert!(clean.contains("id=\"no-drift\"") && clean.contains("/ui/t/lab/runs/run-1"), "{clean}");
+    let clean = drift(
+        "lab",
+        &[
+            run("run-2", None),
+            run("run-1", Some(json!({"id": "plan-1", "drift": []}))),
+        ],
+    );
+    assert!(
+        clean.contains("id=\"no-drift\"") && clean.contains("/ui/t/lab/runs/run-1"),
+        "{clean}"
+    );
     let drifted = drift(
         "lab",
         &[run(
             "run-3",
-            Some(json!({"id": "plan-3", "drift": [{"address": "file_document.f", "actions": ["update"],
-                "attributes": [{"name": "content"}, {"name": "secret", "sensitive": true}]}]})),
+            Some(
+                json!({"id": "plan-3", "drift": [{"address": "file_document.f", "actions": ["update"],
+                "attributes": [{"name": "content"}, {"name": "secret", "sensitive": true}]}]}),
+            ),
         )],
     );
     for want in [
@@ -194,7 +242,9 @@ fn drift_is_shown_per_resource_and_attribute_from_the_last_plan() {
     }
     let moved = changes_table(
         "t",
-        &[json!({"address": "b", "previousAddress": "a", "importing": true, "actions": ["no-op"], "attributes": []})],
+        &[
+            json!({"address": "b", "previousAddress": "a", "importing": true, "actions": ["no-op"], "attributes": []}),
+        ],
     );
     assert!(moved.contains("(import, moved from a)"), "{moved}");
 }

@@ -130,11 +130,16 @@ pub fn section(tenant: &str, center: &str, nodes: &[Node], parents: &Graph, more
         .collect();
     let columns = nodes.iter().map(|n| n.column + 1).max().unwrap_or(1);
     let rows = nodes.iter().map(|n| n.row + 1).max().unwrap_or(1);
-    let (width, height) = (columns * (W + GAP_X) - GAP_X + 8, rows * (H + GAP_Y) - GAP_Y + 8);
+    let (width, height) = (
+        columns * (W + GAP_X) - GAP_X + 8,
+        rows * (H + GAP_Y) - GAP_Y + 8,
+    );
     let mut edges = String::new();
     for n in nodes {
         for p in parents.get(&n.name).into_iter().flatten() {
-            if let (Some(&(px, py)), Some(&(cx, cy))) = (at.get(p.as_str()), at.get(n.name.as_str())) {
+            if let (Some(&(px, py)), Some(&(cx, cy))) =
+                (at.get(p.as_str()), at.get(n.name.as_str()))
+            {
                 edges += &format!(
                     "<line class=\"g-edge\" x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" marker-end=\"url(#g-arrow)\"/>",
                     px + W,
@@ -168,7 +173,9 @@ pub fn section(tenant: &str, center: &str, nodes: &[Node], parents: &Graph, more
         })
         .collect();
     let more_note = if more > 0 {
-        format!("<p class=\"hint\" id=\"graph-more\">{more} more connected workspace(s) not shown.</p>")
+        format!(
+            "<p class=\"hint\" id=\"graph-more\">{more} more connected workspace(s) not shown.</p>"
+        )
     } else {
         String::new()
     };
@@ -242,7 +249,11 @@ mod tests {
             ("ghost", 10, vec!["ghost"], 0),
         ] {
             let (kept, left) = component(center, &g, &ch, limit);
-            assert_eq!((kept, left), (want.iter().map(|s| s.to_string()).collect(), more), "{center}");
+            assert_eq!(
+                (kept, left),
+                (want.iter().map(|s| s.to_string()).collect(), more),
+                "{center}"
+            );
         }
         // A cycle ends.
         let (g, ch) = graph(&[("a", &["b"]), ("b", &["a"])]);
@@ -251,13 +262,22 @@ mod tests {
 
     #[test]
     fn columns_follow_depth_packed_and_rows_follow_names() {
-        let names: Vec<String> = ["web", "app", "net", "db"].iter().map(|s| s.to_string()).collect();
+        let names: Vec<String> = ["web", "app", "net", "db"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
         let depth = HashMap::from([
             ("app".to_string(), 7),
             ("web".to_string(), 8),
             ("db".to_string(), 7),
         ]);
-        let nodes = layout(&names, &depth, |n| if n == "web" { "AwaitingApproval" } else { "Ready" });
+        let nodes = layout(&names, &depth, |n| {
+            if n == "web" {
+                "AwaitingApproval"
+            } else {
+                "Ready"
+            }
+        });
         let at: Vec<(&str, usize, usize, &str)> = nodes
             .iter()
             .map(|n| (n.name.as_str(), n.column, n.row, n.status))
@@ -282,14 +302,23 @@ mod tests {
         let html = section("lab", "app", &nodes, &g, more);
         assert!(html.contains("href=\"/ui/t/lab/workspaces/net\""), "{html}");
         assert!(html.contains("class=\"g-node st-Ready g-this\""));
-        assert!(html.contains("<line class=\"g-edge\""), "an edge net -> app");
+        assert!(
+            html.contains("<line class=\"g-edge\""),
+            "an edge net -> app"
+        );
         assert!(html.contains("1 more connected workspace(s)"));
         assert!(html.contains("<td>parent</td>") && html.contains("<td>this workspace</td>"));
         let all = component("app", &g, &ch, 10).0;
         let html = section("lab", "app", &layout(&all, &depth, |_| "Failed"), &g, 0);
         assert!(html.contains("w&lt;x&gt;") && html.contains("w%3Cx%3E") && !html.contains("<x>"));
         assert!(html.contains("<td>child</td>"));
-        let alone = section("lab", "lone", &layout(&["lone".into()], &depth, |_| "Ready"), &g, 0);
+        let alone = section(
+            "lab",
+            "lone",
+            &layout(&["lone".into()], &depth, |_| "Ready"),
+            &g,
+            0,
+        );
         assert!(alone.contains("No dependency"));
         assert_eq!(short("abcdefghijklmnopqrstuvwxyz0123").chars().count(), 24);
     }

@@ -67,25 +67,33 @@ fn policies(items: &[Value]) -> String {
     }
     let rows: String = items
         .iter()
-        .map(|v| match serde_json::from_value::<PolicyDecision>(v.clone()) {
-            Ok(d) => {
-                let mut said = d.messages.clone();
-                if let Some(e) = &d.error {
-                    said.push(e.clone());
+        .map(
+            |v| match serde_json::from_value::<PolicyDecision>(v.clone()) {
+                Ok(d) => {
+                    let mut said = d.messages.clone();
+                    if let Some(e) = &d.error {
+                        said.push(e.clone());
+                    }
+                    if let Some(x) = &d.exception {
+                        said.push(format!(
+                            "excepted by {} (owner {}, expires {})",
+                            x.name, x.owner, x.expires_at
+                        ));
+                    }
+                    format!(
+                        "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                        esc(&d.policy),
+                        esc(&word(&d.enforcement)),
+                        esc(&word(&d.outcome())),
+                        esc(&said.join("; "))
+                    )
                 }
-                if let Some(x) = &d.exception {
-                    said.push(format!("excepted by {} (owner {}, expires {})", x.name, x.owner, x.expires_at));
-                }
-                format!(
-                    "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-                    esc(&d.policy),
-                    esc(&word(&d.enforcement)),
-                    esc(&word(&d.outcome())),
-                    esc(&said.join("; "))
-                )
-            }
-            Err(_) => format!("<tr><td colspan=\"4\"><code>{}</code></td></tr>", esc(&v.to_string())),
-        })
+                Err(_) => format!(
+                    "<tr><td colspan=\"4\"><code>{}</code></td></tr>",
+                    esc(&v.to_string())
+                ),
+            },
+        )
         .collect();
     format!(
         "{head}<table id=\"policies\"><thead><tr><th scope=\"col\">Policy</th><th scope=\"col\">Enforcement</th>\
@@ -217,13 +225,23 @@ mod tests {
             id: "run-1".into(),
             created_at: "2026-01-01T00:00:00Z".into(),
             started_at: Some("2026-01-01T00:00:02Z".into()),
-            steps: vec![("init".into(), 1200), ("plan".into(), 800), ("apply".into(), 65_000)],
+            steps: vec![
+                ("init".into(), 1200),
+                ("plan".into(), 800),
+                ("apply".into(), 65_000),
+            ],
             plan: Some(json!({"id": "plan-1", "add": 1, "change": 0, "destroy": 0,
                 "changes": [{"address": "file_document.f", "actions": ["create"],
                     "attributes": [{"name": "content"}, {"name": "secret", "sensitive": true}]}],
                 "drift": []})),
-            policies: vec![json!({"policy": "no-destroy", "enforcement": "mandatory", "messages": []})],
-            approval: Some(("plan-0".into(), "token:t1".into(), "2026-01-01T00:00:01Z".into())),
+            policies: vec![
+                json!({"policy": "no-destroy", "enforcement": "mandatory", "messages": []}),
+            ],
+            approval: Some((
+                "plan-0".into(),
+                "token:t1".into(),
+                "2026-01-01T00:00:01Z".into(),
+            )),
             decisions: vec![Decision {
                 kind: "cancelled".into(),
                 by: Some("token:t2".into()),
@@ -232,7 +250,10 @@ mod tests {
             }],
             ..Default::default()
         };
-        let html = sections(&r, Some("applied by token `ci` (t1) at 2026-01-01T00:00:00Z"));
+        let html = sections(
+            &r,
+            Some("applied by token `ci` (t1) at 2026-01-01T00:00:00Z"),
+        );
         for want in [
             "+1 to add",
             "<code>file_document.f</code>",
@@ -249,6 +270,10 @@ mod tests {
             assert!(html.contains(want), "{want}: {html}");
         }
         let bare = sections(&RunRecord::default(), None);
-        assert!(bare.contains("made no plan") && bare.contains("No step ran") && bare.contains("No policy decision"));
+        assert!(
+            bare.contains("made no plan")
+                && bare.contains("No step ran")
+                && bare.contains("No policy decision")
+        );
     }
 }

@@ -411,11 +411,13 @@ mod tests {
         let plan = sng_runner::PlanResult {
             counts: Default::default(),
             hash: "sha256:x".into(),
-            changes: vec![json!({"address": "file_document.f", "actions": ["create"], "attributes": [
-                {"name": "content", "before": null, "after": "hello"},
-                {"name": "secret", "before": null, "after": sng_core::redact::SENSITIVE},
-                {"name": "nested", "before": {"a": 1}, "after": {"a": sng_core::redact::SENSITIVE}},
-            ]})],
+            changes: vec![
+                json!({"address": "file_document.f", "actions": ["create"], "attributes": [
+                    {"name": "content", "before": null, "after": "hello"},
+                    {"name": "secret", "before": null, "after": sng_core::redact::SENSITIVE},
+                    {"name": "nested", "before": {"a": 1}, "after": {"a": sng_core::redact::SENSITIVE}},
+                ]}),
+            ],
             drift: vec![],
             unknown: vec![],
         };

@@ -95,7 +95,13 @@ fn the_workspace_and_run_detail_in_a_real_browser() {
 
     // A viewer: no button, no output value, the same detail; another tenant answers 404.
     let viewer = create_token(&server, &lab, "lab", "viewer");
-    detail(&server, "viewer", &viewer, "app", &[("SNG_RUN", &first_apply)]);
+    detail(
+        &server,
+        "viewer",
+        &viewer,
+        "app",
+        &[("SNG_RUN", &first_apply)],
+    );
 
     // An operator approves web's plan from the explain chain: it applies, and its run page
     // says who approved.
