@@ -1,9 +1,19 @@
 // The workspace and run detail of the web console in a real browser (see lib.mjs for the shared
 // part); the Rust test is crates/sng/tests/e2e/console_detail.rs. The tenant holds
 // net <- app <- web (app drifted, web awaiting a manual approval); SNG_RUN names a run.
-import { base, token, tenant, workspace, has, check, seen, accessible, signIn, openWorkspace, main } from './lib.mjs';
+import { fs, base, token, tenant, workspace, has, check, seen, accessible, signIn, openWorkspace, main } from './lib.mjs';
+import path from 'node:path';
 
 const text = async (page, sel) => ((await page.textContent(sel)) || '').replace(/\s+/g, ' ');
+
+// `make screenshots`: the page saved as NAME.png again, scrolled to `sel` (the detail sits
+// below what the shared audit's screenshot shows).
+async function shot(page, sel, name) {
+  if (!process.env.SNG_SCREENSHOTS) return;
+  await page.$eval(sel, (el) => el.scrollIntoView({ block: 'start' }));
+  fs.mkdirSync(process.env.SNG_SCREENSHOTS, { recursive: true });
+  await page.screenshot({ path: path.join(process.env.SNG_SCREENSHOTS, `${name}.png`) });
+}
 
 // The graph's table: workspace → [relation, status].
 async function graphRows(page) {
@@ -41,6 +51,7 @@ async function workspacePage(page) {
   check(outputs.includes('greeting') && outputs.includes('hello-out'), `an admin sees the plain output's value: ${outputs}`);
   check(outputs.includes('token') && outputs.includes('sensitive: never shown'), `the sensitive output's value is never shown: ${outputs}`);
   await accessible(page, 'the workspace detail');
+  await shot(page, '#explain', 'workspace-detail');
   // A node of the graph opens its workspace.
   await Promise.all([page.waitForURL(has('/workspaces/net')), page.click('#graph svg a[href$="/workspaces/net"]')]);
   seen.push(await page.content());
@@ -63,6 +74,7 @@ async function runPage(page) {
   check((await text(page, '#run')).includes('sha256:'), 'the module digest is shown');
   check((await text(page, '#run-actor')).includes('applied by token'), `who wrote the manifest: ${await text(page, '#run-actor')}`);
   await accessible(page, 'the run detail');
+  await shot(page, '#run-actor', 'run-detail');
 }
 
 async function viewer(page) {
