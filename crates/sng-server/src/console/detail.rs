@@ -9,7 +9,7 @@ use sng_api::{Kind, Object};
 use sng_store::StateVersion;
 use sng_store::{Store, StoreError};
 
-use crate::platform::{Snapshot, SENSITIVE_OUTPUTS_ANNOTATION};
+use crate::platform::{Snapshot, OUTPUTS_OWNER_LABEL, SENSITIVE_OUTPUTS_ANNOTATION};
 use crate::service::explain::{chain_in, Step};
 use crate::service::render;
 
@@ -60,14 +60,14 @@ pub fn read(
                     (k.clone(), v)
                 })
                 .collect();
-            output_rows(
-                values,
-                sec.metadata
-                    .annotations
-                    .get(SENSITIVE_OUTPUTS_ANNOTATION)
-                    .map(String::as_str),
-                may_read,
-            )
+            // What is sensitive is known only from the secret the workspace published.
+            let published = sec.metadata.labels.get(OUTPUTS_OWNER_LABEL) == Some(&ws.metadata.name);
+            let sensitive = sec
+                .metadata
+                .annotations
+                .get(SENSITIVE_OUTPUTS_ANNOTATION)
+                .filter(|_| published);
+            output_rows(values, sensitive.map(String::as_str), may_read)
         }
         _ => vec![],
     };
