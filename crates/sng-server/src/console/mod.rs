@@ -8,9 +8,12 @@
 mod actions;
 mod admin;
 mod admin_pages;
+mod detail;
+mod graph;
 pub mod html;
 mod manage;
 mod pages;
+mod run_detail;
 mod session;
 mod views;
 

@@ -177,8 +177,10 @@ pub struct WorkspacePage<'a> {
     /// The workspace as the API renders it (no secret values).
     pub ws: &'a Value,
     pub runs: &'a [RunRecord],
-    /// The keys of its outputs secret (never the values).
-    pub output_keys: &'a [String],
+    /// Its outputs: keys, and the values the principal may see ([`super::detail::output_rows`]).
+    pub outputs: &'a [super::detail::OutputRow],
+    /// The detail sections (explain chain, graph, drift, state versions: [`super::detail`]).
+    pub detail: &'a str,
     /// The approve form, when a plan awaits approval and the principal may approve it.
     pub approve: Option<ApproveForm<'a>>,
     /// The CSRF token of the session when the principal may act (operator, admin): the
@@ -294,18 +296,7 @@ pub fn workspace(p: &WorkspacePage) -> String {
     } else {
         format!("<p class=\"actions\">{buttons}</p>")
     };
-    let outputs = if p.output_keys.is_empty() {
-        "<p>No outputs published.</p>".to_string()
-    } else {
-        let keys: String = p
-            .output_keys
-            .iter()
-            .map(|k| format!("<li><code>{}</code></li>", esc(k)))
-            .collect();
-        format!(
-            "<ul id=\"output-keys\">{keys}</ul><p class=\"hint\">Values are not shown here.</p>"
-        )
-    };
+    let outputs = super::detail::outputs(p.outputs);
     let notice = p
         .notice
         .map(|n| {
@@ -320,7 +311,8 @@ pub fn workspace(p: &WorkspacePage) -> String {
          <h2>Module</h2><table class=\"kv\">{module_rows}{pinned}</table>\
          <h2>Conditions</h2><table id=\"conditions\"><thead><tr><th scope=\"col\">Type</th><th scope=\"col\">Status</th>\
          <th scope=\"col\">Reason</th><th scope=\"col\">Message</th></tr></thead><tbody>{conditions}</tbody></table>\
-         {buttons}{plan}{approve}<h2>Outputs</h2>{outputs}<h2>Runs</h2>{runs}",
+         {buttons}{plan}{approve}{detail}<h2>Outputs</h2>{outputs}<h2>Runs</h2>{runs}",
+        detail = p.detail,
         n = esc(name),
         sb = status_badge(status),
         tb = tenant_badge(p.production),
@@ -394,7 +386,7 @@ pub(super) fn json_word<T: serde::Serialize>(v: &T) -> String {
 
 /// One run: trigger and cause, actor, module digest, plan counts, policy decisions, state
 /// serials, and its (masked) log.
-pub fn run(tenant: &str, r: &RunRecord, log: &str, log_size: u64) -> String {
+pub fn run(tenant: &str, r: &RunRecord, log: &str, log_size: u64, detail: &str) -> String {
     let opt = |v: &Option<String>| v.clone().unwrap_or_default();
     let plan = r
         .plan
@@ -444,19 +436,9 @@ pub fn run(tenant: &str, r: &RunRecord, log: &str, log_size: u64) -> String {
         format!("<tr><th scope=\"row\">{k}</th><td{id}>{}</td></tr>", esc(v))
     })
     .collect();
-    let policies = if r.policies.is_empty() {
-        "<p>No policy decision.</p>".to_string()
-    } else {
-        let items: String = r
-            .policies
-            .iter()
-            .map(|d| format!("<li><code>{}</code></li>", esc(&d.to_string())))
-            .collect();
-        format!("<ul id=\"policies\">{items}</ul>")
-    };
     format!(
         "<h1>Run {id}</h1><p><a href=\"/ui/t/{t}/workspaces/{w}\">← workspace {wn}</a></p>\
-         <table class=\"kv\" id=\"run\">{rows}</table><h2>Policy decisions</h2>{policies}\
+         <table class=\"kv\" id=\"run\">{rows}</table>{detail}\
          <h2>Log</h2><pre id=\"log\" tabindex=\"0\"{live}>{log}</pre>",
         id = esc(&r.id),
         t = url(tenant),
@@ -498,7 +480,11 @@ mod tests {
                 production: true,
                 ws: &ws,
                 runs: &[],
-                output_keys: &["url".to_string()],
+                outputs: &[super::super::detail::OutputRow {
+                    key: "url".into(),
+                    value: Err("not shown"),
+                }],
+                detail: "",
                 approve: Some(ApproveForm {
                     plan_id: "p1",
                     csrf: "c",
@@ -523,7 +509,8 @@ mod tests {
                 production: false,
                 ws: &ws,
                 runs: &[],
-                output_keys: &[],
+                outputs: &[],
+                detail: "",
                 approve: None,
                 operator_csrf: csrf,
                 notice: None,

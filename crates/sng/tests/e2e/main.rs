@@ -16,6 +16,7 @@ mod balance;
 mod cli;
 mod console;
 mod console_admin;
+mod console_detail;
 mod database_outage;
 mod decisions;
 mod deep_chain;
