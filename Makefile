@@ -82,6 +82,6 @@ bench-console: build
 	SNG_BIN=target/release/sng bench/console.sh
 
 ## screenshots: docs/screenshots/*.png of the web console, taken by its browser test (each page
-## the accessibility check audits).
+## the accessibility check audits; every console test whose name says `in_a_real_browser`).
 screenshots:
-	SNG_SCREENSHOTS=$(CURDIR)/docs/screenshots cargo test -p sng --test e2e -- console::the_console_in_a_real_browser console_live::the_console_is_live_in_a_real_browser
+	SNG_SCREENSHOTS=$(CURDIR)/docs/screenshots cargo test -p sng --test e2e in_a_real_browser

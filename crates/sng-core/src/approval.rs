@@ -161,6 +161,48 @@ pub enum Verdict {
     Refuse(Refusal),
 }
 
+/// The reason of the `AwaitingApproval` (and `Ready`) condition of a workspace whose plan a
+/// user discarded: its inputs are not planned again until they change.
+pub const PLAN_DISCARDED: &str = "PlanDiscarded";
+
+/// Judge discarding plan `f.plan_id` (pure): the plan awaiting approval for the current
+/// generation, not approved, no run going. `Ok` to discard it, else why not (409).
+pub fn judge_discard(f: &Facts) -> Result<(), Refusal> {
+    if let Some(since) = &f.deleting_since {
+        return Err(Refusal::Deleting {
+            since: since.clone(),
+        });
+    }
+    if let Some(a) = f.approval.as_ref().filter(|a| a.plan_id == f.plan_id) {
+        return Err(Refusal::AlreadyApproved {
+            plan_id: a.plan_id.clone(),
+            by: a.by.clone(),
+            at: a.at.clone(),
+        });
+    }
+    let Some(pending) = &f.pending else {
+        return Err(Refusal::NoPlan);
+    };
+    if pending.generation != f.generation {
+        return Err(Refusal::NoPlanForGeneration {
+            generation: f.generation,
+            changed_at: f.spec_changed_at.clone(),
+        });
+    }
+    if pending.plan_id != f.plan_id {
+        return Err(Refusal::OtherPlan {
+            pending: pending.plan_id.clone(),
+        });
+    }
+    if let Some(run) = &f.active_run {
+        return Err(Refusal::RunInProgress {
+            run: run.clone(),
+            pending: pending.plan_id.clone(),
+        });
+    }
+    Ok(())
+}
+
 /// Judge an approval (pure). The order is the rule: deletion, then cancel, then an approval
 /// already taken, then the generation, then the pending plan's id, then a run in progress.
 pub fn judge(f: &Facts) -> Verdict {
@@ -237,6 +279,98 @@ mod tests {
             by: by.into(),
             at: "t0".into(),
         })
+    }
+
+    /// What the reconciler decides after a discard: nothing for the discarded inputs, a plan
+    /// for new ones.
+    #[test]
+    fn a_discarded_plan_is_not_made_again() {
+        use crate::decide::{decide, Action, Facts as Observed};
+        use sng_api::run::{Operation, Trigger};
+        let discarded = Observed {
+            now: 1000,
+            manual: true,
+            inputs_hash: "h2".into(),
+            applied_hash: Some("h1".into()),
+            discarded: Some("h2".into()),
+            ..Observed::default()
+        };
+        assert_eq!(decide(&discarded), Action::Idle { requeue_at: None });
+        let changed = Observed {
+            inputs_hash: "h3".into(),
+            ..discarded
+        };
+        assert_eq!(
+            decide(&changed),
+            Action::Run {
+                operation: Operation::Plan,
+                trigger: Trigger::InputsChanged
+            }
+        );
+    }
+
+    #[test]
+    fn discarding_takes_the_pending_plan_only() {
+        let cases: Vec<(&str, Facts, Result<(), &str>)> = vec![
+            ("the pending plan", awaiting(), Ok(())),
+            (
+                "approved already",
+                Facts {
+                    approval: approved("token:you", "plan-a"),
+                    ..awaiting()
+                },
+                Err("plan `plan-a` is already approved by `token:you` at t0"),
+            ),
+            (
+                "nothing awaits",
+                Facts {
+                    pending: None,
+                    ..awaiting()
+                },
+                Err("no plan awaits approval"),
+            ),
+            (
+                "the spec moved on",
+                Facts {
+                    generation: 3,
+                    ..awaiting()
+                },
+                Err("no plan awaits approval for generation 3"),
+            ),
+            (
+                "another plan awaits",
+                Facts {
+                    plan_id: "plan-b".into(),
+                    ..awaiting()
+                },
+                Err("the plan `plan-a` awaits approval"),
+            ),
+            (
+                "a run goes on",
+                Facts {
+                    active_run: Some("run-1".into()),
+                    ..awaiting()
+                },
+                Err("run `run-1` is in progress"),
+            ),
+            (
+                "being deleted",
+                Facts {
+                    deleting_since: Some("t1".into()),
+                    ..awaiting()
+                },
+                Err("being deleted"),
+            ),
+        ];
+        for (what, facts, want) in cases {
+            match (judge_discard(&facts), want) {
+                (Ok(()), Ok(())) => {}
+                (Err(r), Err(needle)) => {
+                    assert!(r.to_string().contains(needle), "{what}: {r}")
+                }
+                (got, want) => panic!("{what}: {got:?}, want {want:?}"),
+            }
+        }
     }
 
     #[test]

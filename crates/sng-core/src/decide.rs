@@ -104,6 +104,9 @@ pub struct Facts {
     pub awaiting: Option<String>,
     /// The user approved the pending plan.
     pub approved: bool,
+    /// The inputs hash of the plan a user discarded (`AwaitingApproval` False, reason
+    /// [`crate::approval::PLAN_DISCARDED`]): those inputs are not planned again.
+    pub discarded: Option<String>,
     /// `status.nextRunAt` (unix seconds), for the refresh.
     pub next_refresh_at: Option<i64>,
     /// A number in [0, 1) fixed per workspace and per failure count, for jitter.
@@ -312,6 +315,10 @@ fn needed(f: &Facts) -> Action {
                     Action::Idle { requeue_at: None }
                 };
             }
+        }
+        // A user discarded the plan of these very inputs: nothing runs until they change.
+        if f.discarded.as_deref() == Some(f.inputs_hash.as_str()) {
+            return Action::Idle { requeue_at: None };
         }
         let operation = if plan_only || f.manual {
             Operation::Plan

@@ -90,7 +90,11 @@ pub(crate) fn workspace_row(
     .transpose()
 }
 
-fn approval_row(conn: &dyn Exec, tenant: &str, workspace: &str) -> Result<Option<Approval>> {
+pub(crate) fn approval_row(
+    conn: &dyn Exec,
+    tenant: &str,
+    workspace: &str,
+) -> Result<Option<Approval>> {
     conn.query_opt(
         "SELECT plan_id, who, at FROM approvals WHERE tenant = ?1 AND workspace = ?2",
         params![tenant, workspace],

@@ -14,6 +14,7 @@ mod copy;
 mod correlation;
 mod crypto;
 mod db;
+mod discard;
 mod error;
 mod events;
 mod idempotency;

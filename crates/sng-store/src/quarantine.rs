@@ -23,6 +23,8 @@ pub enum QuarantineReason {
     PlanChangedSinceApproval,
     /// The workspace was deleted while it waited.
     WorkspaceDeleted,
+    /// A user discarded it while it awaited approval.
+    Discarded,
 }
 
 impl QuarantineReason {
@@ -33,6 +35,7 @@ impl QuarantineReason {
             QuarantineReason::InputsChanged => "InputsChanged",
             QuarantineReason::PlanChangedSinceApproval => "PlanChangedSinceApproval",
             QuarantineReason::WorkspaceDeleted => "WorkspaceDeleted",
+            QuarantineReason::Discarded => "Discarded",
         }
     }
 }
@@ -122,6 +125,9 @@ fn next_action(q: &Quarantine, id: &str) -> String {
         QuarantineReason::WorkspaceDeleted => {
             format!("nothing: the workspace is deleted; review then discard this one: {discard}")
         }
+        QuarantineReason::Discarded => format!(
+            "nothing: discarded; change the spec of workspace {ws} (or an input) to plan again"
+        ),
     }
 }
 

@@ -262,4 +262,36 @@ fn entries_are_paged_newest_first_and_survive_the_deletion_of_the_workspace() {
     assert_eq!(open(&s, Some("gone")), vec![q]);
     assert_eq!(open(&s, Some("w1")).len(), 1);
 }
+
+#[test]
+fn discarding_the_awaiting_plan_closes_it_and_says_so_in_the_conditions() {
+    let s = crate::testing::fresh();
+    s.apply("default", vec![ws("w", "v1")], false).unwrap();
+    awaiting(&s, "w", "plan-1", "run-1", "h1");
+    let by = crate::Actor::new("tok-a", "discard");
+    // Another plan, or an approved one: refused, nothing written.
+    let other = s.discard_plan("default", "w", "plan-x", &by).unwrap_err();
+    assert!(other.to_string().contains("the plan `plan-1` awaits approval"), "{other}");
+    assert!(open(&s, Some("w")).is_empty());
+    let q = s.discard_plan("default", "w", "plan-1", &by).unwrap();
+    assert_eq!((q.reason.as_str(), q.plan_id.as_str()), ("Discarded", "plan-1"));
+    assert_eq!(q.discarded_by.as_deref(), Some("token:tok-a"));
+    assert_eq!(q.run_id.as_deref(), Some("run-1"));
+    assert!(open(&s, Some("w")).is_empty(), "closed at once");
+    let Some(Object::Workspace(w)) = s.get(Kind::Workspace, "default", "w").unwrap() else {
+        panic!("the workspace");
+    };
+    let st = w.status.unwrap();
+    for t in ["AwaitingApproval", "Ready"] {
+        let c = st.conditions.iter().find(|c| c.type_ == t).unwrap();
+        assert_eq!((c.status.as_str(), c.reason.as_str()), ("False", "PlanDiscarded"), "{t}");
+    }
+    let run = s.run_get("default", "run-1").unwrap().unwrap();
+    assert!(run.decisions.iter().any(|d| d.kind == "discarded"), "{:?}", run.decisions);
+    let (audit, _) = s.audit_page("default", Some("w"), 10, None).unwrap();
+    assert_eq!((audit[0].action.as_str(), audit[0].outcome.as_str()), ("discard", "discarded"));
+    // Nothing awaits any more: a second discard is refused.
+    let again = s.discard_plan("default", "w", "plan-1", &by).unwrap_err();
+    assert!(again.to_string().contains("no plan awaits approval"), "{again}");
+}
 }

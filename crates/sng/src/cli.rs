@@ -158,6 +158,10 @@ pub enum Command {
     /// Reports over the records: the daily balance of runs and objects.
     #[command(subcommand)]
     Report(report::ReportCommand),
+    /// Discard the plan awaiting approval (`status.lastPlan.id`) of a workspace: nothing is
+    /// applied, the plan is quarantined and closed, and its inputs are not planned again until
+    /// the spec or an input changes.
+    Discard(workspace::DiscardArgs),
 }
 
 /// The clap command of `sng`, with the examples of [`examples`] in the help of each command.
@@ -232,5 +236,6 @@ pub fn run(cli: Cli, matches: &clap::ArgMatches) -> Result<(), CliError> {
         Command::Completion(args) => shell::completion(&args),
         Command::Man(args) => shell::man(&args),
         Command::Report(command) => report::run(g, command),
+        Command::Discard(args) => workspace::discard(g, &args),
     }
 }

@@ -21,17 +21,38 @@ pub(super) fn notice(word: &str) -> Option<&'static str> {
         "approved" => Some("Plan approved: the apply starts."),
         "refresh" => Some("Refresh due now: a drift check starts."),
         "cancelled" => Some("Run cancelled."),
+        "suspended" => Some("Workspace suspended: no new run starts until it is resumed."),
+        "resumed" => Some("Workspace resumed: runs start again when something changes."),
+        "rolledback" => Some("Rollback started: a new run restores that run's spec and module."),
+        "discarded" => Some("Quarantined plan discarded."),
+        "plan-discarded" => Some(
+            "Plan discarded: nothing is applied, and these inputs are not planned again until the spec or an input changes.",
+        ),
         _ => None,
     }
 }
 
 /// The checks of an action `action` (the last segment of its API route) on workspace `name`.
-async fn checked(
+pub(super) async fn checked(
     c: &Console,
     me: &Signed,
     tenant: &str,
     name: &str,
     action: &str,
+    what: &str,
+    csrf: &str,
+) -> Result<(), Response> {
+    let route = format!("/api/v1/tenants/{tenant}/workspaces/{name}/{action}");
+    checked_route(c, me, tenant, &route, what, csrf).await
+}
+
+/// The checks of an action standing for the API's `POST route`: the tenant's scope, the
+/// role (`operator`), the form's CSRF token, the freeze guard of that route.
+pub(super) async fn checked_route(
+    c: &Console,
+    me: &Signed,
+    tenant: &str,
+    route: &str,
     what: &str,
     csrf: &str,
 ) -> Result<(), Response> {
@@ -44,8 +65,7 @@ async fn checked(
         )));
     }
     // The freeze guard of the API route this action stands for.
-    let route = format!("/api/v1/tenants/{tenant}/workspaces/{name}/{action}");
-    match freeze::guard_of("POST", &route) {
+    match freeze::guard_of("POST", route) {
         freeze::Guard::Open => Ok(()),
         _ if c.app.read_only => Err(failed(ApiError::frozen(freeze::read_only_message()))),
         freeze::Guard::Server => Ok(()),
@@ -61,7 +81,7 @@ async fn checked(
 }
 
 /// Back to the workspace's page, with notice `word`.
-fn done(tenant: &str, name: &str, word: &str) -> Response {
+pub(super) fn done(tenant: &str, name: &str, word: &str) -> Response {
     see_other(&format!(
         "/ui/t/{}/workspaces/{}?notice={word}",
         html::url(tenant),
@@ -104,7 +124,7 @@ pub(super) async fn approve(
 #[derive(Deserialize)]
 pub(super) struct CsrfForm {
     #[serde(default)]
-    csrf: String,
+    pub(super) csrf: String,
 }
 
 /// Make the periodic refresh due now (`POST …/refresh`).
@@ -147,7 +167,7 @@ pub(super) async fn cancel(
 
 /// One action on a workspace: checked (role, CSRF, freeze) as `(action, what)`, done by `f`
 /// through the API's service, then back to the workspace with the notice `word`.
-async fn act(
+pub(super) async fn act(
     c: &Console,
     me: &Signed,
     (tenant, name): (&str, &str),

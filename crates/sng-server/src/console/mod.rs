@@ -6,10 +6,16 @@
 //! and never a secret value (outputs show their keys only).
 
 mod actions;
+mod admin;
+mod admin_pages;
+mod detail;
 mod filters;
+mod graph;
 pub mod html;
 mod live;
+mod manage;
 mod pages;
+mod run_detail;
 mod session;
 mod views;
 
@@ -83,6 +89,31 @@ pub fn routes<S: Clone + Send + Sync + 'static>(app: AppState) -> Router<S> {
         .route(
             "/ui/assets/console.js",
             get(|| async { asset("text/javascript", JS) }),
+        )
+        .route(
+            "/ui/t/{tenant}/workspaces/{name}/suspend",
+            post(manage::suspend),
+        )
+        .route(
+            "/ui/t/{tenant}/workspaces/{name}/resume",
+            post(manage::resume),
+        )
+        .route(
+            "/ui/t/{tenant}/runs/{id}/rollback",
+            get(manage::rollback_form).post(manage::rollback),
+        )
+        .route("/ui/t/{tenant}/events", get(admin::events))
+        .route("/ui/t/{tenant}/audit", get(admin::audit))
+        .route("/ui/t/{tenant}/policies", get(admin::policies))
+        .route("/ui/t/{tenant}/quarantine", get(admin::quarantine))
+        .route(
+            "/ui/t/{tenant}/quarantine/{id}/discard",
+            post(admin::discard),
+        )
+        .route("/ui/t/{tenant}/agents", get(admin::agents))
+        .route(
+            "/ui/t/{tenant}/workspaces/{name}/discard",
+            post(manage::discard),
         )
         .route("/ui/t/{tenant}/stream", get(live::stream))
         .layer(axum::middleware::from_fn(same_origin))
@@ -234,6 +265,7 @@ fn visible_tenants(
                     quotas: [q.workspaces, q.concurrent_runs, q.runs_per_hour],
                     workspaces: None,
                     frozen: t.freeze_at(&crate::service::freeze::now()).is_some(),
+                    runs_this_hour: None,
                 })
             }
             _ => None,
@@ -358,9 +390,13 @@ async fn tenants(State(c): State<Console>, me: Signed) -> Response {
     let who = me.who.clone();
     let counted = blocking(&c.app, move |s| {
         let mut rows = visible_tenants(s, &who)?;
+        // As the quota counts them (the reconciler's `runs_since`).
+        let hour_ago = (chrono::Utc::now() - chrono::Duration::hours(1))
+            .to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
         for row in &mut rows {
             let counts = s.count(&row.name)?;
             row.workspaces = Some(counts.get(Kind::Workspace.as_str()).copied().unwrap_or(0));
+            row.runs_this_hour = Some(s.runs_since(&row.name, &hour_ago)?);
         }
         Ok(rows)
     });

@@ -30,6 +30,8 @@ pub struct TenantRow {
     pub workspaces: Option<i64>,
     /// It is frozen now.
     pub frozen: bool,
+    /// The runs it started in the last hour (counted on the tenants page only).
+    pub runs_this_hour: Option<i64>,
 }
 
 /// `USED / QUOTA`, `USED`, or `QUOTA max` when the use is not counted.
@@ -59,14 +61,14 @@ pub fn tenants(rows: &[TenantRow]) -> String {
                 b = tenant_badge(t.production),
                 w = use_of(t.workspaces, t.quotas[0]),
                 c = use_of(None, t.quotas[1]),
-                h = use_of(None, t.quotas[2]),
+                h = use_of(t.runs_this_hour, t.quotas[2]),
             )
         })
         .collect();
     format!(
         "<h1>Tenants</h1><table id=\"tenants\"><thead><tr><th scope=\"col\">Tenant</th>\
          <th scope=\"col\">Kind</th><th scope=\"col\">Workspaces (quota)</th>\
-         <th scope=\"col\">Concurrent runs</th><th scope=\"col\">Runs an hour</th></tr></thead>\
+         <th scope=\"col\">Concurrent runs</th><th scope=\"col\">Runs this hour (quota)</th></tr></thead>\
          <tbody>{body}</tbody></table>"
     )
 }
@@ -152,7 +154,7 @@ pub fn workspaces(
         })
         .unwrap_or_default();
     format!(
-        "<h1>Workspaces of {t} {badge}</h1>\
+        "{nav}<h1>Workspaces of {t} {badge}</h1>\
          <form method=\"get\" class=\"filters\" id=\"filters\">\
          <label for=\"status\">Status</label> <select id=\"status\" name=\"status\">{options}</select> \
          <label for=\"label\">Label</label> <input id=\"label\" name=\"label\" value=\"{label}\" placeholder=\"team=web\"> \
@@ -160,6 +162,7 @@ pub fn workspaces(
          <button type=\"submit\" id=\"filter\">Filter</button></form>\
          <table id=\"workspaces\"><thead><tr><th scope=\"col\">Workspace</th><th scope=\"col\">Status</th>\
          <th scope=\"col\">Labels</th><th scope=\"col\">Module</th></tr></thead><tbody>{body}</tbody></table>{empty}{next}",
+        nav = super::admin_pages::tenant_nav(tenant, "workspaces"),
         t = esc(tenant),
         badge = tenant_badge(production),
         label = esc(&filters.label),
@@ -174,8 +177,10 @@ pub struct WorkspacePage<'a> {
     /// The workspace as the API renders it (no secret values).
     pub ws: &'a Value,
     pub runs: &'a [RunRecord],
-    /// The keys of its outputs secret (never the values).
-    pub output_keys: &'a [String],
+    /// Its outputs: keys, and the values the principal may see ([`super::detail::output_rows`]).
+    pub outputs: &'a [super::detail::OutputRow],
+    /// The detail sections (explain chain, graph, drift, state versions: [`super::detail`]).
+    pub detail: &'a str,
     /// The approve form, when a plan awaits approval and the principal may approve it.
     pub approve: Option<ApproveForm<'a>>,
     /// The CSRF token of the session when the principal may act (operator, admin): the
@@ -186,7 +191,13 @@ pub struct WorkspacePage<'a> {
 }
 
 /// A button that POSTs `action` on the workspace (with the session's CSRF token).
-fn action_button(tenant: &str, name: &str, action: &str, label: &str, csrf: &str) -> String {
+pub(super) fn action_button(
+    tenant: &str,
+    name: &str,
+    action: &str,
+    label: &str,
+    csrf: &str,
+) -> String {
     format!(
         "<form method=\"post\" action=\"/ui/t/{t}/workspaces/{u}/{action}\" class=\"inline\">\
          <input type=\"hidden\" name=\"csrf\" value=\"{csrf}\">\
@@ -278,24 +289,14 @@ pub fn workspace(p: &WorkspacePage) -> String {
         {
             buttons += &action_button(p.tenant, name, "cancel", "Cancel the run", csrf);
         }
+        buttons += &super::manage::workspace_buttons(p.tenant, name, ws, csrf);
     }
     let buttons = if buttons.is_empty() {
         buttons
     } else {
         format!("<p class=\"actions\">{buttons}</p>")
     };
-    let outputs = if p.output_keys.is_empty() {
-        "<p>No outputs published.</p>".to_string()
-    } else {
-        let keys: String = p
-            .output_keys
-            .iter()
-            .map(|k| format!("<li><code>{}</code></li>", esc(k)))
-            .collect();
-        format!(
-            "<ul id=\"output-keys\">{keys}</ul><p class=\"hint\">Values are not shown here.</p>"
-        )
-    };
+    let outputs = super::detail::outputs(p.outputs);
     let notice = p
         .notice
         .map(|n| {
@@ -310,7 +311,8 @@ pub fn workspace(p: &WorkspacePage) -> String {
          <h2>Module</h2><table class=\"kv\">{module_rows}{pinned}</table>\
          <h2>Conditions</h2><table id=\"conditions\"><thead><tr><th scope=\"col\">Type</th><th scope=\"col\">Status</th>\
          <th scope=\"col\">Reason</th><th scope=\"col\">Message</th></tr></thead><tbody>{conditions}</tbody></table>\
-         {buttons}{plan}{approve}<h2>Outputs</h2>{outputs}<h2>Runs</h2>{runs}",
+         {buttons}{plan}{approve}{detail}<h2>Outputs</h2>{outputs}<h2>Runs</h2>{runs}",
+        detail = p.detail,
         n = esc(name),
         sb = status_badge(status),
         tb = tenant_badge(p.production),
@@ -374,7 +376,7 @@ fn runs_table(tenant: &str, runs: &[RunRecord]) -> String {
 }
 
 /// A serialisable word (an enum of the run record) as its JSON string.
-fn json_word<T: serde::Serialize>(v: &T) -> String {
+pub(super) fn json_word<T: serde::Serialize>(v: &T) -> String {
     match serde_json::to_value(v) {
         Ok(Value::String(s)) => s,
         Ok(other) => other.to_string(),
@@ -384,7 +386,7 @@ fn json_word<T: serde::Serialize>(v: &T) -> String {
 
 /// One run: trigger and cause, actor, module digest, plan counts, policy decisions, state
 /// serials, and its (masked) log.
-pub fn run(tenant: &str, r: &RunRecord, log: &str, log_size: u64) -> String {
+pub fn run(tenant: &str, r: &RunRecord, log: &str, log_size: u64, detail: &str) -> String {
     let opt = |v: &Option<String>| v.clone().unwrap_or_default();
     let plan = r
         .plan
@@ -434,19 +436,9 @@ pub fn run(tenant: &str, r: &RunRecord, log: &str, log_size: u64) -> String {
         format!("<tr><th scope=\"row\">{k}</th><td{id}>{}</td></tr>", esc(v))
     })
     .collect();
-    let policies = if r.policies.is_empty() {
-        "<p>No policy decision.</p>".to_string()
-    } else {
-        let items: String = r
-            .policies
-            .iter()
-            .map(|d| format!("<li><code>{}</code></li>", esc(&d.to_string())))
-            .collect();
-        format!("<ul id=\"policies\">{items}</ul>")
-    };
     format!(
         "<h1>Run {id}</h1><p><a href=\"/ui/t/{t}/workspaces/{w}\">← workspace {wn}</a></p>\
-         <table class=\"kv\" id=\"run\">{rows}</table><h2>Policy decisions</h2>{policies}\
+         <table class=\"kv\" id=\"run\">{rows}</table>{detail}\
          <h2>Log</h2><pre id=\"log\" tabindex=\"0\"{live}>{log}</pre>",
         id = esc(&r.id),
         t = url(tenant),
@@ -488,7 +480,11 @@ mod tests {
                 production: true,
                 ws: &ws,
                 runs: &[],
-                output_keys: &["url".to_string()],
+                outputs: &[super::super::detail::OutputRow {
+                    key: "url".into(),
+                    value: Err("not shown"),
+                }],
+                detail: "",
                 approve: Some(ApproveForm {
                     plan_id: "p1",
                     csrf: "c",
@@ -513,7 +509,8 @@ mod tests {
                 production: false,
                 ws: &ws,
                 runs: &[],
-                output_keys: &[],
+                outputs: &[],
+                detail: "",
                 approve: None,
                 operator_csrf: csrf,
                 notice: None,
@@ -536,6 +533,7 @@ mod tests {
             quotas,
             workspaces,
             frozen,
+            runs_this_hour: workspaces.map(|_| 4),
         };
         let page = tenants(&[
             row("bank", true, [Some(10), Some(2), None], Some(3), false),
@@ -543,7 +541,7 @@ mod tests {
         ]);
         assert!(page.contains(">PROD<") && page.contains(">sandbox<"));
         assert!(
-            page.contains("<td>3 / 10</td><td>at most 2</td><td>no limit</td>"),
+            page.contains("<td>3 / 10</td><td>at most 2</td><td>4</td>"),
             "{page}"
         );
         assert!(page.contains(">frozen<"));

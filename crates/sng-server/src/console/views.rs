@@ -139,33 +139,26 @@ pub(super) async fn workspace(
     }
     let (who, t, n) = (me.who.clone(), tenant.clone(), name.clone());
     let since = super::live::since(&c.app).await;
+    // Output values (of outputs not sensitive) for those who may reveal secret values.
+    let may_read = me.who.role.allows(Role::Operator);
     let read = blocking(&c.app, move |s| {
         let tenants = visible_tenants(s, &who)?;
         let Some(Object::Workspace(ws)) = s.get(Kind::Workspace, &t, &n)? else {
             return Err(sng_store::StoreError::not_found("Workspace", &n));
         };
-        let outputs = ws
-            .spec
-            .outputs
-            .as_ref()
-            .and_then(|o| o.secret_name.clone())
-            .unwrap_or_else(|| format!("{n}-outputs"));
-        let output_keys: Vec<String> = match s.get(Kind::Secret, &t, &outputs)? {
-            Some(Object::Secret(sec)) => sec.data.keys().cloned().collect(),
-            _ => vec![],
-        };
+        let detail = super::detail::read(s, &t, &n, may_read)?;
         let (runs, _) = s.runs_page(&t, &n, RUNS_SHOWN, None)?;
         let destroys = confirm::destroys_in_production(s, &t, &n)?;
         Ok((
             tenants,
             render(Object::Workspace(ws), false),
-            output_keys,
+            detail,
             runs,
             destroys,
         ))
     })
     .await;
-    let (tenants, ws, output_keys, runs, destroys) = match read {
+    let (tenants, ws, detail, runs, destroys) = match read {
         Ok(r) => r,
         Err(e) => return failed(e),
     };
@@ -183,12 +176,21 @@ pub(super) async fn workspace(
     };
     let notice = super::actions::notice(&q.notice);
     let production = tenants.iter().any(|t| t.name == tenant && t.production);
+    let actions = super::detail::ChainActions {
+        csrf: may_read.then_some(me.session.csrf.as_str()),
+        approve: approve
+            .as_ref()
+            .map(|a| (a.plan_id, a.destroys_in_production > 0)),
+        refresh: ws.pointer("/spec/refresh").is_some_and(|r| !r.is_null()),
+    };
+    let sections = super::detail::sections(&tenant, &name, &detail, &runs, &actions);
     let body = pages::workspace(&pages::WorkspacePage {
         tenant: &tenant,
         production,
         ws: &ws,
         runs: &runs,
-        output_keys: &output_keys,
+        outputs: &detail.outputs,
+        detail: &sections,
         approve,
         operator_csrf: me
             .who
@@ -222,13 +224,17 @@ pub(super) async fn run(
             return Err(sng_store::StoreError::not_found("Run", &i));
         };
         let log = s.run_log_read(&t, &i, 0)?;
-        Ok((tenants, run, log))
+        let actor = crate::audit::author(s, &t, &run.workspace, run.generation);
+        Ok((tenants, run, log, actor))
     })
     .await;
     match read {
-        Ok((tenants, r, log)) => {
+        Ok((tenants, r, log, actor)) => {
+            let detail = super::run_detail::sections(&r, actor.as_deref());
+            let operator = me.who.role.allows(Role::Operator);
             let live = (!r.phase.is_ended()).then_some((r.id.as_str(), log.next));
-            let body = pages::run(&tenant, &r, &log.text, log.next)
+            let body = pages::run(&tenant, &r, &log.text, log.next, &detail)
+                + &super::manage::rollback_link(&tenant, &r, operator)
                 + &super::live::marker(&tenant, since, None, live);
             signed_page(&me, &tenants, Some(&tenant), &format!("Run {id}"), &body)
         }

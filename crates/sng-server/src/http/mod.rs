@@ -93,6 +93,7 @@ fn routes(state: AppState) -> Router {
         .route(&format!("{ws}/refresh"), post(workspaces::refresh_now))
         .route(&format!("{ws}/approve"), post(workspaces::approve))
         .route(&format!("{ws}/cancel"), post(workspaces::cancel_run))
+        .route(&format!("{ws}/discard"), post(workspaces::discard))
         .route("/api/v1/tenants/{tenant}/runs/{id}", get(runs::get_run))
         .route("/api/v1/tenants/{tenant}/runs/{id}/log", get(runs::get_log))
         .route("/api/v1/tenants/{tenant}/{kind}", get(objects::list))

@@ -156,6 +156,7 @@ pub const OPERATIONS: &[Operation] = &[
     op("post", "/api/v1/tenants/{tenant}/freeze", "Freeze the tenant (tenant admin) `{reason, until?}`: no run starts, every change answers 423 `Frozen`; reads work", Token, Body::Json, Object),
     op("post", "/api/v1/tenants/{tenant}/unfreeze", "Lift the tenant's freeze (tenant admin)", Token, Body::None, Object),
     op("post", "/api/v1/tenants/{tenant}/policyexceptions/{name}/approve", "Approve a policy exception (not by its author)", Token, Body::None, Answer::Json),
+    op("post", "/api/v1/tenants/{tenant}/workspaces/{name}/discard", "Discard the plan awaiting approval `{planId}`: nothing applied, the plan quarantined and closed, its inputs not planned again until they change", Token, Body::Json, Answer::Json),
 ];
 
 /// Routes served with methods OpenAPI has no field for: path, methods, what they do.

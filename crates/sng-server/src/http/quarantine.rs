@@ -119,12 +119,7 @@ pub(crate) async fn discard(
     caller.require(&tenant, Role::Operator, "discarding a quarantined plan")?;
     let who = caller.0.clone();
     let entry = blocking(&st, move |s| {
-        tenant_exists(s, &tenant)?;
-        let by = sng_store::Actor::new(who.token_id.clone(), "quarantine.discard")
-            .with_detail(format!("quarantined plan {id}"));
-        let e = s.quarantine_discard(&tenant, &id, &by)?;
-        crate::platform::decisions::discarded(s, &e);
-        Ok(e)
+        crate::service::quarantine::discard(s, &who, &tenant, &id)
     })
     .await?;
     Ok(Json(item(&entry, chrono::Utc::now().timestamp())))

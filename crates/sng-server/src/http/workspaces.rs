@@ -79,6 +79,27 @@ pub(crate) async fn approve(
     ))
 }
 
+/// `POST …/discard`: discard the plan awaiting approval of a workspace.
+pub(crate) async fn discard(
+    State(st): State<AppState>,
+    caller: Caller,
+    Path((tenant, name)): Path<(String, String)>,
+    params: Params,
+    body: Result<JsonBody<crate::service::approve::DiscardRequest>, ApiError>,
+) -> Result<Json<Value>, ApiError> {
+    caller.require(&tenant, Role::Operator, "discarding a plan")?;
+    params.only(&[])?;
+    let JsonBody(req) = body?;
+    let (who, n) = (caller.0, name.clone());
+    let e = service(&st, move |s, _| {
+        crate::service::approve::discard(s, &who, &tenant, &n, &req)
+    })
+    .await?;
+    Ok(Json(
+        json!({"workspace": name, "planId": e.plan_id, "discardedBy": e.discarded_by, "quarantined": e.id}),
+    ))
+}
+
 /// `POST …/cancel`: cancel the active run of a workspace.
 pub(crate) async fn cancel_run(
     State(st): State<AppState>,

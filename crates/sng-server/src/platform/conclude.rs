@@ -99,7 +99,18 @@ pub(crate) fn plan_record(
                     .as_array()
                     .into_iter()
                     .flatten()
-                    .map(|a| json!({"name": a["name"]}))
+                    .map(|a| {
+                        // Names only, never values; a value the plan flags sensitive is
+                        // marked as such (the console says so).
+                        let masked = |v: &serde_json::Value| {
+                            v.to_string().contains(sng_core::redact::SENSITIVE)
+                        };
+                        if masked(&a["before"]) || masked(&a["after"]) {
+                            json!({"name": a["name"], "sensitive": true})
+                        } else {
+                            json!({"name": a["name"]})
+                        }
+                    })
                     .collect();
                 let mut kept = json!({"address": r["address"], "actions": r["actions"], "attributes": attributes});
                 if r["importing"].is_object() {
@@ -389,4 +400,32 @@ pub(crate) async fn conclude(p: &Platform, lease: &Arc<Lease>, b: Begun, stopped
         emit(&p.store, &record, e, data.clone());
     }
     tracing::info!(run = %run_id, tenant, workspace = name, result = %phase, "run ended");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_record_keeps_attribute_names_and_marks_sensitive_ones_never_values() {
+        let plan = sng_runner::PlanResult {
+            counts: Default::default(),
+            hash: "sha256:x".into(),
+            changes: vec![
+                json!({"address": "file_document.f", "actions": ["create"], "attributes": [
+                    {"name": "content", "before": null, "after": "hello"},
+                    {"name": "secret", "before": null, "after": sng_core::redact::SENSITIVE},
+                    {"name": "nested", "before": {"a": 1}, "after": {"a": sng_core::redact::SENSITIVE}},
+                ]}),
+            ],
+            drift: vec![],
+            unknown: vec![],
+        };
+        let v = plan_record("plan-1", &plan, None);
+        assert_eq!(
+            v["changes"][0]["attributes"],
+            json!([{"name": "content"}, {"name": "secret", "sensitive": true}, {"name": "nested", "sensitive": true}])
+        );
+        assert!(!v.to_string().contains("hello"), "no value: {v}");
+    }
 }

@@ -452,6 +452,21 @@ pub fn observe(
     } else {
         None
     };
+    // A plan a user discarded: its inputs are not planned again.
+    let discarded = st
+        .conditions
+        .iter()
+        .any(|c| {
+            c.type_ == AWAITING_APPROVAL
+                && c.status == "False"
+                && c.reason == sng_core::approval::PLAN_DISCARDED
+        })
+        .then(|| {
+            last.as_ref()
+                .filter(|r| r.phase == RunPhase::Succeeded)
+                .and_then(|r| r.inputs_hash.clone())
+        })
+        .flatten();
     let approved = awaiting.is_some()
         && match (store.approval(tenant, name).ok().flatten(), &st.last_plan) {
             (Some((plan_id, _, _)), Some(plan)) => plan_id == plan.id,
@@ -485,6 +500,7 @@ pub fn observe(
         failures: st.consecutive_failures.unwrap_or(0),
         last_run,
         awaiting,
+        discarded,
         approved,
         next_refresh_at,
         jitter: sng_core::decide::jitter(&format!(

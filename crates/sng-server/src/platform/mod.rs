@@ -35,7 +35,9 @@ use sng_store::Store;
 
 pub use facts::{observe, parents_of, InputsCache, PassView, Snapshot};
 pub use finalize::{finalize, mark_interrupted};
-pub use worker::{run_workspace, OUTPUTS_OWNER_LABEL, ROLLBACK_ANNOTATION};
+pub use worker::{
+    run_workspace, OUTPUTS_OWNER_LABEL, ROLLBACK_ANNOTATION, SENSITIVE_OUTPUTS_ANNOTATION,
+};
 
 /// What the platform needs to run workspaces.
 pub struct Platform {

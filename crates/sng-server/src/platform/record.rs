@@ -9,7 +9,7 @@ use sng_api::{Object, ObjectMeta, Secret};
 use sng_core::decide::Trigger;
 use sng_store::{RunRecord, Store};
 
-use super::worker::OUTPUTS_OWNER_LABEL;
+use super::worker::{OUTPUTS_OWNER_LABEL, SENSITIVE_OUTPUTS_ANNOTATION};
 
 // What the platform does with a run's events (in `platform/`; declared here, beside the events
 // and records it writes).
@@ -203,7 +203,11 @@ pub(super) fn publish_outputs(
         return Err(m);
     }
     let mut data = BTreeMap::new();
+    let mut sensitive = Vec::new();
     for (k, o) in outputs.as_object().into_iter().flatten() {
+        if o["sensitive"] == Value::Bool(true) {
+            sensitive.push(k.as_str());
+        }
         let v = match &o["value"] {
             Value::String(s) => s.clone(),
             other => other.to_string(),
@@ -213,6 +217,8 @@ pub(super) fn publish_outputs(
     let mut meta = ObjectMeta::named(ws.outputs_secret_name());
     meta.labels
         .insert(OUTPUTS_OWNER_LABEL.into(), ws.metadata.name.clone());
+    meta.annotations
+        .insert(SENSITIVE_OUTPUTS_ANNOTATION.into(), sensitive.join(","));
     let secret = Secret {
         api_version: "v1".into(),
         kind: "Secret".into(),

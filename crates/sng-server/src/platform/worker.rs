@@ -28,6 +28,10 @@ pub const ROLLBACK_ANNOTATION: &str = "tofu.stackngo.io/rollback-of";
 /// Label put on the outputs secret: the workspace that publishes it.
 pub const OUTPUTS_OWNER_LABEL: &str = "tofu.stackngo.io/workspace";
 
+/// Annotation put on the outputs secret: the keys of the outputs the module declares
+/// `sensitive`, comma-separated (names only), so that a reader shows no value of theirs.
+pub const SENSITIVE_OUTPUTS_ANNOTATION: &str = "tofu.stackngo.io/sensitive-outputs";
+
 pub(super) fn load(store: &Store, tenant: &str, name: &str) -> Option<Workspace> {
     match store.get(Kind::Workspace, tenant, name) {
         Ok(Some(Object::Workspace(ws))) => Some(ws),

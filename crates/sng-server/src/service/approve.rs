@@ -103,3 +103,28 @@ pub fn cancel(
     let run = s.cancel_by(tenant, name, &d, &actor)?;
     Ok(run)
 }
+
+/// What discarding asks: the plan awaiting approval.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct DiscardRequest {
+    /// The plan discarded (`status.lastPlan.id`).
+    pub plan_id: String,
+}
+
+/// Discard the plan awaiting approval of workspace `name` (operator): nothing is applied, the
+/// plan is quarantined and closed at once (the event `plan.discarded`), and its inputs are
+/// not planned again until they change. 409, with the reason, when it is not the plan
+/// awaiting approval, is approved already, or a run goes on.
+pub fn discard(
+    s: &Store,
+    who: &Principal,
+    tenant: &str,
+    name: &str,
+    req: &DiscardRequest,
+) -> Result<sng_store::QuarantineEntry, ApiError> {
+    let by = crate::audit::actor(who, "discard");
+    let e = s.discard_plan(tenant, name, &req.plan_id, &by)?;
+    crate::platform::decisions::discarded(s, &e);
+    Ok(e)
+}

@@ -116,3 +116,45 @@ pub fn check_approve(
     }
     Ok(())
 }
+
+/// What a rollback to run `run` destroys, as that run's plan counted it: what the rollback
+/// applies again. Counted only in a production tenant (0 elsewhere).
+pub fn rollback_destroys_in_production(
+    s: &Store,
+    tenant: &str,
+    run: &sng_api::run::RunRecord,
+) -> i64 {
+    let destroys = run
+        .plan
+        .as_ref()
+        .and_then(|p| p["destroy"].as_i64())
+        .unwrap_or(0);
+    if destroys > 0 && is_production(s, tenant) {
+        destroys
+    } else {
+        0
+    }
+}
+
+/// 428 unless `confirm` re-types `name`, when rolling it back to `run` destroys anything in a
+/// production tenant (as that run's plan counted).
+pub fn check_rollback(
+    s: &Store,
+    tenant: &str,
+    name: &str,
+    run: &sng_api::run::RunRecord,
+    confirm: Option<&str>,
+) -> Result<(), ApiError> {
+    let destroys = rollback_destroys_in_production(s, tenant, run);
+    if destroys > 0 && confirm != Some(name) {
+        return Err(ApiError::confirmation_required(
+            tenant,
+            &format!(
+                "rolling workspace `{name}` back to run `{}` applies a plan that destroyed {destroys} resource(s)",
+                run.id
+            ),
+            name,
+        ));
+    }
+    Ok(())
+}

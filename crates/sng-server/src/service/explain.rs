@@ -297,12 +297,22 @@ pub fn explain(
 
 /// The chain of workspace `name` of `tenant` (404 when it does not exist).
 pub fn chain(store: &Store, tenant: &str, name: &str) -> Result<Vec<Step>, StoreError> {
-    let snap = Snapshot::load(store, tenant)?;
+    chain_in(store, tenant, &Snapshot::load(store, tenant)?, name)
+}
+
+/// [`chain`] in a snapshot of the tenant already loaded (the console's workspace page draws
+/// its dependency graph from the same one).
+pub fn chain_in(
+    store: &Store,
+    tenant: &str,
+    snap: &Snapshot,
+    name: &str,
+) -> Result<Vec<Step>, StoreError> {
     if !snap.workspaces.contains_key(name) {
         return Err(StoreError::not_found("Workspace", name));
     }
     let mut out = Vec::new();
-    explain(store, tenant, &snap, name, 0, &mut out);
+    explain(store, tenant, snap, name, 0, &mut out);
     if let Some(t) = tag_step(store, tenant, &snap.workspaces[name]) {
         out.push(t);
     }

@@ -13,8 +13,10 @@ pub mod exceptions;
 pub mod explain;
 pub mod freeze;
 pub mod plan;
+pub mod quarantine;
 pub mod refresh;
 pub mod rollback;
+pub mod suspend;
 pub mod tenants;
 
 use serde_json::Value;

@@ -148,6 +148,10 @@ const EXAMPLES: &[(&str, &str)] = &[
         "sng audit export --since 2026-12-01T00:00:00Z -o jsonl > audit.jsonl",
     ),
     ("audit verify", "sng audit verify -f audit.jsonl"),
+    (
+        "discard",
+        "sng discard workspace web $(sng kind get ws web -o json | jq -r .status.lastPlan.id)",
+    ),
 ];
 
 /// The examples of the command at `path` (its names below `sng`, space-separated).

@@ -1,4 +1,5 @@
-//! Actions on one workspace: `sng approve`, `sng rollback`, `sng refresh`, `sng cancel`.
+//! Actions on one workspace: `sng approve`, `sng discard`, `sng rollback`, `sng refresh`,
+//! `sng cancel`.
 
 use clap::Args;
 
@@ -73,6 +74,30 @@ pub fn approve(g: &Global, args: ApproveArgs) -> Result<(), CliError> {
         &serde_json::json!({"planId": plan_id, "confirm": confirm}),
     )?;
     println!("workspace/{name} plan {plan_id} approved");
+    Ok(())
+}
+
+#[derive(Args, Debug)]
+pub struct DiscardArgs {
+    #[command(flatten)]
+    pub target: WorkspaceRef,
+    /// The plan id, as shown in `status.lastPlan.id`.
+    pub plan_id: String,
+}
+
+/// `sng discard KIND NAME PLAN_ID`.
+pub fn discard(g: &Global, args: &DiscardArgs) -> Result<(), CliError> {
+    let client = Client::new(g)?;
+    let target = args.target.workspace(g, WORKSPACES_ONLY)?;
+    let (tenant, name, plan) = (&target.tenant, &target.name, &args.plan_id);
+    let answer = client.post(
+        &format!("/tenants/{tenant}/workspaces/{name}/discard"),
+        &serde_json::json!({"planId": plan}),
+    )?;
+    println!(
+        "workspace/{name} plan {plan} discarded (quarantined as {})",
+        answer["quarantined"].as_str().unwrap_or("?")
+    );
     Ok(())
 }
 

@@ -15,6 +15,8 @@ mod audit_runs;
 mod balance;
 mod cli;
 mod console;
+mod console_admin;
+mod console_detail;
 mod console_live;
 mod database_outage;
 mod decisions;
