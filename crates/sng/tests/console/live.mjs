@@ -40,6 +40,15 @@ async function live(page, context) {
   check(await wsPage.isVisible('#cancel'), 'the run going on can be cancelled');
   check((await wsPage.getAttribute('#live', 'data-workspace')) === workspace, 'the workspace page follows its workspace');
 
+  // A child's page: `slow` in its dependency graph, coloured by its status.
+  const childPage = await context.newPage();
+  await childPage.goto(`${base}/ui/t/${tenant}/workspaces/after`);
+  seen.push(await childPage.content());
+  await streaming(childPage);
+  const node = `#graph a.g-node[href$="/workspaces/${workspace}"]`;
+  const nodeStatus = await childPage.textContent(`${node} .g-status`);
+  check(nodeStatus === 'Planning' || nodeStatus === 'Applying', `the graph shows ${workspace} running: ${nodeStatus}`);
+
   const runPage = await context.newPage();
   await runPage.goto(`${base}/ui/t/${tenant}/workspaces/${workspace}`);
   const [run] = await runPage.$$eval('#runs tbody a', (as) => as.map((a) => a.getAttribute('href')));
@@ -51,7 +60,7 @@ async function live(page, context) {
   await accessible(runPage, 'the live run page');
   const logBefore = (await runPage.textContent('#log')).length;
 
-  for (const p of [page, wsPage, runPage]) await p.evaluate(() => { window.sngNotReloaded = true; });
+  for (const p of [page, wsPage, runPage, childPage]) await p.evaluate(() => { window.sngNotReloaded = true; });
   // Focus stays where the user put it.
   await page.focus('#q');
 
@@ -88,7 +97,15 @@ async function live(page, context) {
   await accessible(wsPage, 'the live workspace page');
   seen.push(await wsPage.content());
 
-  for (const p of [page, wsPage, runPage]) check(await p.evaluate(() => window.sngNotReloaded === true), 'without a reload');
+  await until(childPage, 'the parent turns Ready in the graph', (sel) => {
+    const n = document.querySelector(sel);
+    return !!n && n.querySelector('.g-status').textContent === 'Ready';
+  }, node);
+  check((await childPage.getAttribute(node, 'class')).includes('st-Ready'), 'the graph node is coloured Ready');
+  check((await childPage.textContent('#graph-list')).includes('Ready'), 'the graph\'s table says Ready too');
+  await accessible(childPage, 'the live dependency graph');
+
+  for (const p of [page, wsPage, runPage, childPage]) check(await p.evaluate(() => window.sngNotReloaded === true), 'without a reload');
 }
 
 // A viewer's live pages: the stream opens, and no button but the page's own (filter, tenant

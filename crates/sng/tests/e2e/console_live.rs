@@ -249,6 +249,16 @@ fn the_console_is_live_in_a_real_browser() {
         "lab",
         &workspace("slow", "team: slow", &fx.source("acme/wait"), ""),
     );
+    // A child of `slow` (suspended: it never runs): its page's dependency graph shows `slow`.
+    server.apply_in(
+        "lab",
+        &workspace(
+            "after",
+            "team: x",
+            "oci://r.example/acme/none",
+            "  suspend: true\n  dependsOn:\n    - name: slow\n",
+        ),
+    );
     wait_for("the run to start", Duration::from_secs(120), || {
         wait_dir.join("started").exists().then_some(())
     });

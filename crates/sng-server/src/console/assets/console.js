@@ -84,6 +84,23 @@ document.addEventListener('DOMContentLoaded', () => {
       if (row.cells[0].textContent.trim() !== w.name) continue;
       if (setBadge(row.cells[1].querySelector('.badge'), w.status)) announce(`${w.name}: ${w.status}`);
     }
+    // A workspace's page: the dependency graph's node of this workspace (its colour, its
+    // status in words, its title) and its row in the graph's table.
+    const href = `/workspaces/${encodeURIComponent(w.name)}`;
+    for (const node of document.querySelectorAll('#graph a.g-node')) {
+      if (!node.getAttribute('href').endsWith(href)) continue;
+      const status = node.querySelector('.g-status');
+      if (!status || status.textContent === w.status) continue;
+      node.setAttribute('class', node.getAttribute('class').replace(/\bst-\S+/, `st-${w.status}`));
+      status.textContent = w.status;
+      const title = node.querySelector('title');
+      if (title) title.textContent = `${w.name}: ${w.status}`;
+      if (live.dataset.workspace !== w.name) announce(`${w.name}: ${w.status}`);
+    }
+    for (const row of document.querySelectorAll('#graph-list tbody tr')) {
+      const link = row.cells[0].querySelector('a');
+      if (link && link.getAttribute('href').endsWith(href)) setBadge(row.cells[2].querySelector('.badge'), w.status);
+    }
     // A workspace's page: its badge and conditions.
     if (live.dataset.workspace !== w.name) return;
     const changed = setBadge(document.querySelector('h1 .badge[class*="st-"]'), w.status);
