@@ -169,6 +169,8 @@ pub struct Memory {
     versions: HashMap<String, Arc<Versions>>,
     /// Tenant → workspace → its last decision.
     pub decided: HashMap<String, HashMap<String, Seen>>,
+    /// Tenant → what its passes keep to look only at what moved ([`super::visit`]).
+    pub kept: HashMap<String, super::visit::Kept>,
 }
 
 impl Memory {
@@ -198,6 +200,7 @@ impl Memory {
     /// Forget the tenants not in `tenants`.
     pub fn retain(&mut self, tenants: &[String]) {
         self.decided.retain(|t, _| tenants.contains(t));
+        self.kept.retain(|t, _| tenants.contains(t));
         self.versions.retain(|t, _| tenants.contains(t));
     }
 }
