@@ -28,6 +28,16 @@ impl Store {
             .collect())
     }
 
+    /// The resource version of one object of `tenant` (a Secret, Provider, Workspace or
+    /// AgentPool), without reading it; `None` when it does not exist.
+    pub fn object_version(&self, kind: Kind, tenant: &str, name: &str) -> Result<Option<i64>> {
+        self.conn()?.query_opt(
+            "SELECT resource_version FROM objects WHERE tenant = ?1 AND kind = ?2 AND name = ?3",
+            params![tenant, kind.as_str(), name],
+            |r| r.get(0),
+        )
+    }
+
     /// The revision of the newest object write or deletion (see [`Objects::revision`]).
     ///
     /// [`Objects::revision`]: sng_core::ports::Objects::revision

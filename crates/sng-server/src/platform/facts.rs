@@ -335,6 +335,16 @@ impl InputsCache {
         }
     }
 
+    /// The objects the inputs of workspace `name` were last gathered from.
+    pub fn reads_of(&self, tenant: &str, name: &str) -> Vec<(Kind, String)> {
+        self.entries
+            .lock()
+            .expect("lock")
+            .get(&(tenant.to_string(), name.to_string()))
+            .map(|c| c.reads.iter().map(|(k, _)| k.clone()).collect())
+            .unwrap_or_default()
+    }
+
     /// The workspaces of `tenant` whose inputs, as last gathered, were read from object `key`.
     pub fn citers(&self, tenant: &str, key: &(Kind, String)) -> Vec<String> {
         self.citers

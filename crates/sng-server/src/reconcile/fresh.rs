@@ -66,7 +66,11 @@ impl Extra<'_> {
             Ok(Some(Object::Workspace(w))) if w.metadata.uid == ws.metadata.uid => w,
             _ => return None,
         };
-        if fresh.status.as_ref().is_some_and(|s| s.active_job.is_some()) {
+        if fresh
+            .status
+            .as_ref()
+            .is_some_and(|s| s.active_job.is_some())
+        {
             return None;
         }
         let observed = self.observe(store, tenant, snap, &fresh, now, view);
@@ -170,8 +174,18 @@ mod tests {
             ..stale.clone()
         };
         for (on_snapshot, fresh, want, why) in [
-            (&stale, &stale, Some(plan.clone()), "nothing ran meanwhile: the plan starts"),
-            (&stale, &plan_ran, None, "its plan ran meanwhile: awaiting approval"),
+            (
+                &stale,
+                &stale,
+                Some(plan.clone()),
+                "nothing ran meanwhile: the plan starts",
+            ),
+            (
+                &stale,
+                &plan_ran,
+                None,
+                "its plan ran meanwhile: awaiting approval",
+            ),
             (
                 &stale,
                 &approved,

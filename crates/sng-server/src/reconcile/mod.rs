@@ -20,6 +20,7 @@ use crate::platform::status::observe_into_status;
 use crate::platform::{finalize, visit, Platform};
 
 mod fresh;
+mod targeted;
 use fresh::{confirm, tags_digest, Extra};
 
 fn unix_now() -> i64 {
@@ -30,28 +31,19 @@ impl Platform {
     /// One reconcile pass over every workspace, starting nothing: the number of runs found due
     /// (benchmarks and tests of the pass).
     pub fn reconcile_pass(&self) -> usize {
-        self.reconcile_once(None).0.len()
+        self.reconcile_once().0.len()
     }
 
     /// One pass over every workspace: write what is observed, start what is due, finalize
     /// deletions. Returns the runs to start and the earliest time something is due again. A
     /// workspace whose last decision depends on nothing that moved is not decided again
-    /// ([`memo`]). With `only` (tenant → workspaces whose outputs were just published), a
-    /// targeted pass: only the children of those workspaces are looked at, at once
-    /// ([`dependents_loop`]); the feed is left for the next full pass.
-    fn reconcile_once(&self, only: Option<&Parents>) -> (Vec<String>, Option<i64>) {
+    /// ([`memo`]), and only the workspaces a change touches are looked at ([`visit`]).
+    fn reconcile_once(&self) -> (Vec<String>, Option<i64>) {
         let now = unix_now();
         let mut due: Vec<String> = Vec::new();
         let mut next: Option<i64> = None;
         let mut soonest = |at: i64| next = Some(next.map_or(at, |n: i64| n.min(at)));
-        let asked = std::time::Instant::now();
         let mut memory = self.memory.lock().unwrap_or_else(|p| p.into_inner());
-        if only.is_some() {
-            tracing::debug!(
-                waited_us = asked.elapsed().as_micros() as u64,
-                "targeted pass: the reconciler's memory taken"
-            );
-        }
         // The feed before the reads: a commit after them moves it for the next pass.
         let feed = *self.store.subscribe().borrow();
         let moved = Moved {
@@ -69,21 +61,12 @@ impl Platform {
                 return (vec![], Some(now + 5));
             }
         };
-        if only.is_none() {
-            memory.feed = feed;
-        }
+        memory.feed = feed;
         let names: Vec<String> = tenants.iter().map(|t| t.meta().name.clone()).collect();
         self.snapshots.retain(&names);
         memory.retain(&names);
         for t in tenants {
             let tenant = t.meta().name.clone();
-            let parents = match only {
-                Some(only) => match only.get(&tenant) {
-                    Some(parents) => Some(parents),
-                    None => continue,
-                },
-                None => None,
-            };
             // At most one process reconciles a tenant at a time (PostgreSQL: an advisory lock
             // per tenant, held for this tenant's pass); a tenant another replica has now is
             // looked at again in a second.
@@ -129,13 +112,6 @@ impl Platform {
                         continue;
                     }
                 };
-            if only.is_some() {
-                tracing::debug!(
-                    since_us = asked.elapsed().as_micros() as u64,
-                    changed,
-                    "targeted pass: versions and snapshot read"
-                );
-            }
             // Workspaces with an open job (queued or running, here or elsewhere).
             let open = match self.store.job_open_workspaces(&tenant) {
                 Ok(o) => o,
@@ -173,17 +149,9 @@ impl Platform {
                 kept.revisit.retain(|n| alive(n));
                 kept.active.retain(|n| alive(n));
             }
-            // What this pass looks at: a targeted pass, the children of the parents named; a
-            // full pass, what moved since the last one ([`visit::scope`]).
-            let scope = match parents {
-                Some(ps) => visit::Scope::These(
-                    ps.iter()
-                        .filter_map(|p| snap.children_of.get(p))
-                        .flatten()
-                        .cloned()
-                        .collect(),
-                ),
-                None => {
+            // What this pass looks at: what moved since the last one ([`visit::scope`]).
+            let scope = {
+                {
                     let tags_digest = tags_digest(&tags);
                     let moved_keys = match &kept.versions {
                         Some(old) if !Arc::ptr_eq(old, &versions) => visit::moved(old, &versions),
@@ -213,8 +181,7 @@ impl Platform {
                     if let visit::Scope::All(why) = scope {
                         tracing::debug!(tenant, ?why, "reconcile: every workspace looked at");
                         if matches!(why, visit::Why::First | visit::Why::Resync) {
-                            kept.resync_at =
-                                visit::resync_at(now, self.full_resync_every, &tenant);
+                            kept.resync_at = visit::resync_at(now, self.full_resync_every, &tenant);
                         }
                     }
                     kept.versions = Some(versions.clone());
@@ -308,16 +275,18 @@ impl Platform {
                 // this workspace may have started and ended since). The open job is read, then
                 // the workspace and its last run, and the run starts only if they decide it too.
                 let (ws, observed, action) = match action {
-                    Action::Run { .. } => match facts.fresh(&self.store, &tenant, &snap, ws, now, &view) {
-                        Some((fresh_ws, fresh)) => {
-                            let again = decide(&fresh.facts);
-                            match confirm(&action, again) {
-                                Some(run) => (std::borrow::Cow::Owned(fresh_ws), fresh, run),
-                                None => continue,
+                    Action::Run { .. } => {
+                        match facts.fresh(&self.store, &tenant, &snap, ws, now, &view) {
+                            Some((fresh_ws, fresh)) => {
+                                let again = decide(&fresh.facts);
+                                match confirm(&action, again) {
+                                    Some(run) => (std::borrow::Cow::Owned(fresh_ws), fresh, run),
+                                    None => continue,
+                                }
                             }
+                            None => continue,
                         }
-                        None => continue,
-                    },
+                    }
                     _ => (std::borrow::Cow::Borrowed(ws), observed, action),
                 };
                 let ws: &sng_api::workspace::Workspace = &ws;
@@ -424,7 +393,7 @@ pub async fn reconcile_loop(platform: Arc<Platform>, stop: CancellationToken) {
     loop {
         changes.moved();
         let pass_started = tokio::time::Instant::now();
-        let (_due, next) = tokio::task::block_in_place(|| platform.reconcile_once(None));
+        let (_due, next) = tokio::task::block_in_place(|| platform.reconcile_once());
         let pass_took = pass_started.elapsed();
         platform
             .stats
@@ -488,7 +457,7 @@ pub async fn dependents_loop(platform: Arc<Platform>, stop: CancellationToken) {
             continue;
         }
         let started = std::time::Instant::now();
-        let (due, _) = tokio::task::block_in_place(|| platform.reconcile_once(Some(&parents)));
+        let due = tokio::task::block_in_place(|| platform.targeted_pass(&parents));
         tracing::debug!(
             took_us = started.elapsed().as_micros() as u64,
             enqueued = due.len(),
