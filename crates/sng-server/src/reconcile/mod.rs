@@ -325,8 +325,9 @@ impl Platform {
             if let Some(at) = kept.schedule.next() {
                 soonest(at);
             }
+            // Runs just enqueued (seen open next time), inputs that could not be read.
             if !kept.revisit.is_empty() {
-                soonest(now + 1);
+                soonest(now + 5);
             }
         }
         (due, next)
