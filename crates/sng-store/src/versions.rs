@@ -69,3 +69,28 @@ impl Store {
             .transpose()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    crate::testing::on_both! {
+    #[test]
+    fn one_objects_version_is_read_without_reading_the_object() {
+        let s = crate::testing::fresh();
+        let secret = sng_api::decode(
+            &serde_json::json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"},
+                                "stringData": {"k": "v"}}),
+            1,
+        )
+        .unwrap();
+        s.apply("default", vec![secret], false).unwrap();
+        let all = s.object_versions("default").unwrap();
+        let key = (Kind::Secret, "s".to_string());
+        assert_eq!(s.object_version(Kind::Secret, "default", "s").unwrap(), all.get(&key).copied());
+        assert!(all.contains_key(&key));
+        assert_eq!(s.object_version(Kind::Secret, "default", "none").unwrap(), None);
+        assert_eq!(s.object_version(Kind::Secret, "other", "s").unwrap(), None);
+    }
+    }
+}
