@@ -88,6 +88,9 @@ pub struct Config {
     /// The deepest chain of `dependsOn`/`workspaceOutputRef` that runs
     /// (`--max-dependency-depth`); `None`: [`sng_core::decide::MAX_DEPENDENCY_DEPTH`].
     pub max_dependency_depth: Option<usize>,
+    /// How often every workspace of a tenant is looked at again (`--full-resync-interval`;
+    /// zero: never); `None`: [`platform::FULL_RESYNC_EVERY`].
+    pub full_resync_interval: Option<std::time::Duration>,
     /// How long events, run logs and old state versions are kept (`--retain-events`,
     /// `--retain-run-logs`, `--retain-state-versions`); by default everything is kept.
     pub retention: sng_core::retention::Retention,
@@ -542,6 +545,9 @@ fn start_platform(
     platform.read_only = config.read_only;
     if let Some(depth) = config.max_dependency_depth {
         platform.max_dependency_depth = depth;
+    }
+    if let Some(every) = config.full_resync_interval {
+        platform.full_resync_every = every.as_secs();
     }
     if config.read_only {
         tracing::warn!("read-only (--read-only): every write is refused, no run starts");

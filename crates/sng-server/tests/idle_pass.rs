@@ -87,6 +87,16 @@ fn an_idle_pass_opens_no_secret_and_a_rotation_is_seen_at_once() {
         0,
         "idle passes open no secret"
     );
+    // Once the statuses written by the first passes are seen, an idle pass looks at nothing.
+    let looked_at = || p.stats.looked_at.load(std::sync::atomic::Ordering::Relaxed);
+    let before = looked_at();
+    for _ in 0..3 {
+        p.reconcile_pass();
+    }
+    assert_eq!(looked_at() - before, 0, "idle passes look at no workspace");
+
+    // A rotation is looked at for the one workspace citing the secret (and nothing else).
+    let looked = looked_at();
 
     // A rotation: only the workspace citing the secret is gathered again, and its new hash is
     // the one a fresh gathering gives.
@@ -113,6 +123,11 @@ fn an_idle_pass_opens_no_secret_and_a_rotation_is_seen_at_once() {
         .map(|(a, _)| a.0.as_str())
         .collect();
     assert_eq!(changed, ["ws-0007"]);
+    assert!(
+        looked_at() - looked <= 2,
+        "the citer of the rotated secret (and its status written): {}",
+        looked_at() - looked
+    );
     // The cached pass decides on the same hashes as a fresh gathering.
     let snap = Snapshot::load(&store, "default").unwrap();
     let versions = store.object_versions("default").unwrap();

@@ -156,9 +156,10 @@ impl Store {
         };
         insert_audit(&tx, &by, written, Value::Null)?;
         tx.commit()?;
-        drop(conn);
+        // Forgotten before the connection is released: whoever reads after this commit misses.
         self.last_ended_cache()
             .remove(&(tenant.to_string(), workspace.to_string()));
+        drop(conn);
         self.changed(crate::Topic::Intent, None);
         Ok(run_ref.map(|r| r.id))
     }

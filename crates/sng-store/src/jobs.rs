@@ -202,9 +202,12 @@ impl Store {
         )?;
         put_run(&tx, run)?;
         tx.commit()?;
-        drop(conn);
+        // Forgotten before the connection is released (every read of runs takes it): a pass
+        // that sees this job closed never reads the run before it from the cache (a stale
+        // last run decided a second plan for a workspace awaiting approval).
         self.last_ended_cache()
             .remove(&(run.tenant.clone(), run.workspace.clone()));
+        drop(conn);
         self.changed(crate::Topic::Ended, None);
         Ok(())
     }
@@ -263,9 +266,9 @@ impl Store {
             Cancelled::Requested(job_where(&tx, "id = ?1", params![job.id])?.expect("row"))
         };
         tx.commit()?;
-        drop(conn);
         self.last_ended_cache()
             .remove(&(tenant.to_string(), workspace.to_string()));
+        drop(conn);
         // A queued job ended; a leased one is asked to stop (its agent hears it at its next
         // heartbeat, a local one at once).
         self.changed(crate::Topic::Ended, None);
@@ -353,13 +356,13 @@ impl Store {
             });
         }
         tx.commit()?;
-        drop(conn);
         if !out.is_empty() {
             let mut cache = self.last_ended_cache();
             for e in &out {
                 cache.remove(&(e.job.tenant.clone(), e.job.workspace.clone()));
             }
             drop(cache);
+            drop(conn);
             self.changed(crate::Topic::Ended, None);
         }
         Ok(out)

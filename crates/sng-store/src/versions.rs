@@ -28,6 +28,16 @@ impl Store {
             .collect())
     }
 
+    /// The resource version of one object of `tenant` (a Secret, Provider, Workspace or
+    /// AgentPool), without reading it; `None` when it does not exist.
+    pub fn object_version(&self, kind: Kind, tenant: &str, name: &str) -> Result<Option<i64>> {
+        self.conn()?.query_opt(
+            "SELECT resource_version FROM objects WHERE tenant = ?1 AND kind = ?2 AND name = ?3",
+            params![tenant, kind.as_str(), name],
+            |r| r.get(0),
+        )
+    }
+
     /// The revision of the newest object write or deletion (see [`Objects::revision`]).
     ///
     /// [`Objects::revision`]: sng_core::ports::Objects::revision
@@ -57,5 +67,30 @@ impl Store {
                     .map_err(|e| StoreError::Corrupt(format!("{kind} `{name}` labels: {e}")))
             })
             .transpose()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    crate::testing::on_both! {
+    #[test]
+    fn one_objects_version_is_read_without_reading_the_object() {
+        let s = crate::testing::fresh();
+        let secret = sng_api::decode(
+            &serde_json::json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"},
+                                "stringData": {"k": "v"}}),
+            1,
+        )
+        .unwrap();
+        s.apply("default", vec![secret], false).unwrap();
+        let all = s.object_versions("default").unwrap();
+        let key = (Kind::Secret, "s".to_string());
+        assert_eq!(s.object_version(Kind::Secret, "default", "s").unwrap(), all.get(&key).copied());
+        assert!(all.contains_key(&key));
+        assert_eq!(s.object_version(Kind::Secret, "default", "none").unwrap(), None);
+        assert_eq!(s.object_version(Kind::Secret, "other", "s").unwrap(), None);
+    }
     }
 }

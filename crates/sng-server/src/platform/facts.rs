@@ -226,7 +226,12 @@ pub struct PassView<'a> {
 pub struct InputsCache {
     entries: Mutex<HashMap<(String, String), Cached>>,
     outputs: Mutex<HashMap<(String, String), OutputsHash>>,
+    /// (tenant, kind, name) → the workspaces whose inputs were read from that object.
+    citers: Mutex<HashMap<Cited, BTreeSet<String>>>,
 }
+
+/// An object of a tenant: (tenant, kind, name).
+type Cited = (String, Kind, String);
 
 /// The hash of an outputs secret at a resource version.
 type OutputsHash = (i64, Option<String>);
@@ -296,8 +301,58 @@ impl InputsCache {
             answer: answer.clone(),
             parts,
         };
-        self.entries.lock().expect("lock").insert(key, cached);
+        let mut citers = self.citers.lock().expect("lock");
+        for (k, _) in &cached.reads {
+            citers
+                .entry((tenant.to_string(), k.0, k.1.clone()))
+                .or_default()
+                .insert(ws.metadata.name.clone());
+        }
+        drop(citers);
+        let old = self.entries.lock().expect("lock").insert(key, cached);
+        if let Some(old) = old {
+            self.forget_citer(tenant, &ws.metadata.name, &old, Some(ws));
+        }
         answer
+    }
+
+    /// Forget that `name` read what `old` read (but what its new entry reads, if any).
+    fn forget_citer(&self, tenant: &str, name: &str, old: &Cached, ws: Option<&Workspace>) {
+        let entries = self.entries.lock().expect("lock");
+        let now = ws.and_then(|_| entries.get(&(tenant.to_string(), name.to_string())));
+        let mut citers = self.citers.lock().expect("lock");
+        for (k, _) in &old.reads {
+            if now.is_some_and(|c| c.reads.iter().any(|(n, _)| n == k)) {
+                continue;
+            }
+            let at = (tenant.to_string(), k.0, k.1.clone());
+            if let Some(set) = citers.get_mut(&at) {
+                set.remove(name);
+                if set.is_empty() {
+                    citers.remove(&at);
+                }
+            }
+        }
+    }
+
+    /// The objects the inputs of workspace `name` were last gathered from.
+    pub fn reads_of(&self, tenant: &str, name: &str) -> Vec<(Kind, String)> {
+        self.entries
+            .lock()
+            .expect("lock")
+            .get(&(tenant.to_string(), name.to_string()))
+            .map(|c| c.reads.iter().map(|(k, _)| k.clone()).collect())
+            .unwrap_or_default()
+    }
+
+    /// The workspaces of `tenant` whose inputs, as last gathered, were read from object `key`.
+    pub fn citers(&self, tenant: &str, key: &(Kind, String)) -> Vec<String> {
+        self.citers
+            .lock()
+            .expect("lock")
+            .get(&(tenant.to_string(), key.0, key.1.clone()))
+            .map(|s| s.iter().cloned().collect())
+            .unwrap_or_default()
     }
 
     /// The hash of each part of the inputs of `ws`, as last gathered, while current.
@@ -344,6 +399,13 @@ impl InputsCache {
             .lock()
             .expect("lock")
             .retain(|(t, n), _| t != tenant || alive(n));
+        let mut citers = self.citers.lock().expect("lock");
+        citers.retain(|(t, _, _), names| {
+            if t == tenant {
+                names.retain(|n| alive(n));
+            }
+            !names.is_empty()
+        });
     }
 }
 

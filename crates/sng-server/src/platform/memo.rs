@@ -1,7 +1,9 @@
 //! What the last passes decided for each workspace, and on what. A workspace whose decision
 //! depends on nothing that moved since is neither observed nor decided again — no store read,
 //! no status compared — until one of the things it depends on changes, its requeue time
-//! comes, or [`REDECIDE_EVERY`] (spread) has gone by. What a decision depends on:
+//! comes, or [`REDECIDE_EVERY`] (spread) has gone by when it is looked at (passes look only at
+//! what a change touches, [`super::visit`]; the full resync looks at every workspace). What a
+//! decision depends on:
 //!
 //! - its own object (spec, status, metadata: its resource version), and its tenant's (quotas);
 //! - the objects its inputs were read from (the inputs cache tells whether they moved);
@@ -169,6 +171,8 @@ pub struct Memory {
     versions: HashMap<String, Arc<Versions>>,
     /// Tenant → workspace → its last decision.
     pub decided: HashMap<String, HashMap<String, Seen>>,
+    /// Tenant → what its passes keep to look only at what moved ([`super::visit`]).
+    pub kept: HashMap<String, super::visit::Kept>,
 }
 
 impl Memory {
@@ -198,6 +202,7 @@ impl Memory {
     /// Forget the tenants not in `tenants`.
     pub fn retain(&mut self, tenants: &[String]) {
         self.decided.retain(|t, _| tenants.contains(t));
+        self.kept.retain(|t, _| tenants.contains(t));
         self.versions.retain(|t, _| tenants.contains(t));
     }
 }

@@ -24,6 +24,7 @@ pub mod snapshots;
 pub mod speculative;
 pub(crate) mod status;
 pub mod tags;
+pub mod visit;
 mod worker;
 
 use std::collections::BTreeMap;
@@ -38,6 +39,9 @@ pub use finalize::{finalize, mark_interrupted};
 pub use worker::{
     run_workspace, OUTPUTS_OWNER_LABEL, ROLLBACK_ANNOTATION, SENSITIVE_OUTPUTS_ANNOTATION,
 };
+
+/// Seconds between two full resyncs of a tenant by default (`--full-resync-interval`).
+pub const FULL_RESYNC_EVERY: u64 = 600;
 
 /// What the platform needs to run workspaces.
 pub struct Platform {
@@ -77,6 +81,8 @@ pub struct Platform {
     pub read_only: bool,
     /// The deepest chain of dependencies that runs (`--max-dependency-depth`).
     pub max_dependency_depth: usize,
+    /// Seconds between two full resyncs of a tenant (`--full-resync-interval`; 0: never).
+    pub full_resync_every: u64,
     /// Workspaces whose outputs were just published: their children are decided at once.
     pub published: crate::reconcile::Published,
 }
@@ -94,6 +100,8 @@ pub struct Stats {
     pub tag_checks: std::sync::atomic::AtomicU64,
     /// Runs that reused an initialised directory instead of starting `init`.
     pub inits_reused: std::sync::atomic::AtomicU64,
+    /// Workspaces looked at by reconcile passes since start (an idle pass looks at none).
+    pub looked_at: std::sync::atomic::AtomicU64,
     /// Runs ended since start, by result.
     pub runs_by_result: Mutex<BTreeMap<String, u64>>,
     /// Durations of ended runs: (bucket upper bounds in seconds → count), sum, count.
@@ -162,6 +170,7 @@ impl Platform {
             expiry: Default::default(),
             read_only: false,
             max_dependency_depth: sng_core::decide::MAX_DEPENDENCY_DEPTH,
+            full_resync_every: FULL_RESYNC_EVERY,
             published: Default::default(),
         }
     }

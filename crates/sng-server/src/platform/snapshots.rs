@@ -64,17 +64,18 @@ pub fn plan(kept: Option<&BTreeMap<String, Option<String>>>, versions: &Versions
 impl Snapshots {
     /// The snapshot of `tenant` as of `versions`, reading only what changed since the last one,
     /// and whether it is another one than the last (the same versions: the same snapshot,
-    /// nothing compared).
+    /// nothing compared), and whether the edges of its graph moved (or it was read whole). When
+    /// no edge moved, the graph, cycles, children and depths are kept as they were.
     pub fn load(
         &self,
         store: &Store,
         tenant: &str,
         versions: &Arc<Versions>,
-    ) -> Result<(Arc<Snapshot>, bool), StoreError> {
+    ) -> Result<(Arc<Snapshot>, bool, bool), StoreError> {
         let mut all = self.0.lock().unwrap_or_else(|p| p.into_inner());
         if let Some((at, snap)) = all.get(tenant) {
             if Arc::ptr_eq(at, versions) {
-                return Ok((snap.clone(), false));
+                return Ok((snap.clone(), false, false));
             }
         }
         let kept = all.remove(tenant).map(|(_, snap)| snap);
@@ -84,33 +85,57 @@ impl Snapshots {
                 .map(|(n, ws)| (n.clone(), ws.metadata.resource_version.clone()))
                 .collect::<BTreeMap<_, _>>()
         });
-        let (snap, changed) = match (plan(seen.as_ref(), versions), kept) {
+        let (snap, changed, edges) = match (plan(seen.as_ref(), versions), kept) {
             (Refresh::Patch { read, gone }, Some(kept)) if read.is_empty() && gone.is_empty() => {
-                (kept, false)
+                (kept, false, false)
             }
             (Refresh::Patch { read, gone }, Some(kept)) => {
                 // The last pass is over: the snapshot is this cache's alone, taken, not copied.
-                let kept = Arc::try_unwrap(kept).unwrap_or_else(|shared| (*shared).clone());
-                let mut workspaces = kept.workspaces;
+                let mut kept = Arc::try_unwrap(kept).unwrap_or_else(|shared| (*shared).clone());
+                let mut edges = false;
+                let parents = |w: Option<&sng_api::workspace::Workspace>| {
+                    w.map(super::parents_of).unwrap_or_default()
+                };
                 for name in gone {
-                    workspaces.remove(&name);
+                    let old = kept.workspaces.remove(&name);
+                    edges |= !parents(old.as_ref()).is_empty();
+                    kept.graph.remove(&name);
                 }
                 for name in read {
-                    match store.get(Kind::Workspace, tenant, &name)? {
-                        Some(Object::Workspace(ws)) => {
-                            workspaces.insert(name, ws);
+                    let new = match store.get(Kind::Workspace, tenant, &name)? {
+                        Some(Object::Workspace(ws)) => Some(ws),
+                        _ => None,
+                    };
+                    let (was, now) = (parents(kept.workspaces.get(&name)), parents(new.as_ref()));
+                    edges |= was != now;
+                    match new {
+                        Some(ws) => {
+                            kept.graph.insert(name.clone(), now);
+                            kept.workspaces.insert(name, ws);
                         }
-                        _ => {
-                            workspaces.remove(&name);
+                        None => {
+                            kept.graph.remove(&name);
+                            kept.workspaces.remove(&name);
                         }
                     }
                 }
-                (Arc::new(Snapshot::of(workspaces)), true)
+                let snap = if edges {
+                    Snapshot::of(kept.workspaces)
+                } else {
+                    kept
+                };
+                (Arc::new(snap), true, edges)
             }
-            _ => (Arc::new(Snapshot::load(store, tenant)?), true),
+            _ => (Arc::new(Snapshot::load(store, tenant)?), true, true),
         };
         all.insert(tenant.to_string(), (versions.clone(), snap.clone()));
-        Ok((snap, changed))
+        Ok((snap, changed, edges))
+    }
+
+    /// The last snapshot of `tenant`, as it was taken (maybe behind the store).
+    pub fn kept(&self, tenant: &str) -> Option<Arc<Snapshot>> {
+        let all = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        all.get(tenant).map(|(_, s)| s.clone())
     }
 
     /// Forget the tenants not in `tenants` (deleted ones).

@@ -13,11 +13,15 @@ use sng_store::Topic;
 use tokio_util::sync::CancellationToken;
 
 use crate::platform::agent::enqueue_with;
-use crate::platform::facts::{observe, PassView};
+use crate::platform::facts::PassView;
 use crate::platform::memo::{self, Moved, Seen, Verdict};
 use crate::platform::priority;
 use crate::platform::status::observe_into_status;
-use crate::platform::{finalize, Platform};
+use crate::platform::{finalize, visit, Platform};
+
+mod fresh;
+mod targeted;
+use fresh::{confirm, tags_digest, Extra};
 
 fn unix_now() -> i64 {
     chrono::Utc::now().timestamp()
@@ -27,28 +31,19 @@ impl Platform {
     /// One reconcile pass over every workspace, starting nothing: the number of runs found due
     /// (benchmarks and tests of the pass).
     pub fn reconcile_pass(&self) -> usize {
-        self.reconcile_once(None).0.len()
+        self.reconcile_once().0.len()
     }
 
     /// One pass over every workspace: write what is observed, start what is due, finalize
     /// deletions. Returns the runs to start and the earliest time something is due again. A
     /// workspace whose last decision depends on nothing that moved is not decided again
-    /// ([`memo`]). With `only` (tenant → workspaces whose outputs were just published), a
-    /// targeted pass: only the children of those workspaces are looked at, at once
-    /// ([`dependents_loop`]); the feed is left for the next full pass.
-    fn reconcile_once(&self, only: Option<&Parents>) -> (Vec<String>, Option<i64>) {
+    /// ([`memo`]), and only the workspaces a change touches are looked at ([`visit`]).
+    fn reconcile_once(&self) -> (Vec<String>, Option<i64>) {
         let now = unix_now();
         let mut due: Vec<String> = Vec::new();
         let mut next: Option<i64> = None;
         let mut soonest = |at: i64| next = Some(next.map_or(at, |n: i64| n.min(at)));
-        let asked = std::time::Instant::now();
         let mut memory = self.memory.lock().unwrap_or_else(|p| p.into_inner());
-        if only.is_some() {
-            tracing::debug!(
-                waited_us = asked.elapsed().as_micros() as u64,
-                "targeted pass: the reconciler's memory taken"
-            );
-        }
         // The feed before the reads: a commit after them moves it for the next pass.
         let feed = *self.store.subscribe().borrow();
         let moved = Moved {
@@ -66,21 +61,12 @@ impl Platform {
                 return (vec![], Some(now + 5));
             }
         };
-        if only.is_none() {
-            memory.feed = feed;
-        }
+        memory.feed = feed;
         let names: Vec<String> = tenants.iter().map(|t| t.meta().name.clone()).collect();
         self.snapshots.retain(&names);
         memory.retain(&names);
         for t in tenants {
             let tenant = t.meta().name.clone();
-            let parents = match only {
-                Some(only) => match only.get(&tenant) {
-                    Some(parents) => Some(parents),
-                    None => continue,
-                },
-                None => None,
-            };
             // At most one process reconciles a tenant at a time (PostgreSQL: an advisory lock
             // per tenant, held for this tenant's pass); a tenant another replica has now is
             // looked at again in a second.
@@ -118,20 +104,14 @@ impl Platform {
                     continue;
                 }
             };
-            let (snap, changed) = match self.snapshots.load(&self.store, &tenant, &versions) {
-                Ok(s) => s,
-                Err(e) => {
-                    tracing::error!(tenant, error = %e, "reconcile: cannot list workspaces");
-                    continue;
-                }
-            };
-            if only.is_some() {
-                tracing::debug!(
-                    since_us = asked.elapsed().as_micros() as u64,
-                    changed,
-                    "targeted pass: versions and snapshot read"
-                );
-            }
+            let (snap, changed, edges_moved) =
+                match self.snapshots.load(&self.store, &tenant, &versions) {
+                    Ok(s) => s,
+                    Err(e) => {
+                        tracing::error!(tenant, error = %e, "reconcile: cannot list workspaces");
+                        continue;
+                    }
+                };
             // Workspaces with an open job (queued or running, here or elsewhere).
             let open = match self.store.job_open_workspaces(&tenant) {
                 Ok(o) => o,
@@ -157,27 +137,80 @@ impl Platform {
                 versions: &versions,
                 tags: &tags,
             };
-            let decided = memory.decided.entry(tenant.clone()).or_default();
+            let memo::Memory { decided, kept, .. } = &mut *memory;
+            let decided = decided.entry(tenant.clone()).or_default();
+            let kept = kept.entry(tenant.clone()).or_default();
             if changed {
                 self.inputs_cache
                     .retain(&tenant, |n| snap.workspaces.contains_key(n));
                 decided.retain(|n, _| snap.workspaces.contains_key(n));
+                let alive = |n: &str| snap.workspaces.contains_key(n);
+                kept.schedule.retain(alive);
+                kept.revisit.retain(|n| alive(n));
+                kept.active.retain(|n| alive(n));
             }
-            // A targeted pass: the children of the parents named, nothing else.
-            let children: Option<std::collections::BTreeSet<&String>> = parents.map(|ps| {
-                ps.iter()
-                    .filter_map(|p| snap.children_of.get(p))
-                    .flatten()
-                    .collect()
-            });
-            for (name, ws) in &snap.workspaces {
-                if children.as_ref().is_some_and(|c| !c.contains(name)) {
-                    continue;
+            // What this pass looks at: what moved since the last one ([`visit::scope`]).
+            let scope = {
+                {
+                    let tags_digest = tags_digest(&tags);
+                    let moved_keys = match &kept.versions {
+                        Some(old) if !Arc::ptr_eq(old, &versions) => visit::moved(old, &versions),
+                        _ => vec![],
+                    };
+                    let change = visit::Change {
+                        kept,
+                        now,
+                        tenant_version: tenant_version.as_deref(),
+                        tags: tags_digest,
+                        moved: &moved_keys,
+                        edges_moved,
+                        intent: moved.intent,
+                    };
+                    let scope = visit::scope(
+                        &change,
+                        |n| snap.children_of.get(n).map(Vec::as_slice),
+                        |k| self.inputs_cache.citers(&tenant, k),
+                        || {
+                            decided
+                                .iter()
+                                .filter(|(_, s)| s.approval)
+                                .map(|(n, _)| n.clone())
+                                .collect()
+                        },
+                    );
+                    if let visit::Scope::All(why) = scope {
+                        tracing::debug!(tenant, ?why, "reconcile: every workspace looked at");
+                        if matches!(why, visit::Why::First | visit::Why::Resync) {
+                            kept.resync_at = visit::resync_at(now, self.full_resync_every, &tenant);
+                        }
+                    }
+                    kept.versions = Some(versions.clone());
+                    kept.tenant_version = tenant_version.clone();
+                    kept.tags = tags_digest;
+                    scope
                 }
-                // A workspace with a run in progress has nothing to decide: skip the observation.
+            };
+            let names: Vec<&String> = match &scope {
+                visit::Scope::All(_) => snap.workspaces.keys().collect(),
+                visit::Scope::These(these) => these
+                    .iter()
+                    .filter(|n| snap.workspaces.contains_key(*n))
+                    .collect(),
+            };
+            self.stats
+                .looked_at
+                .fetch_add(names.len() as u64, std::sync::atomic::Ordering::Relaxed);
+            for name in names {
+                let ws = &snap.workspaces[name];
+                kept.revisit.remove(name);
+                kept.active.remove(name);
+                // A workspace with a run in progress has nothing to decide: skip the observation
+                // (looked at again every pass until the run ends).
                 if open.contains(name) || ws.status.as_ref().is_some_and(|s| s.active_job.is_some())
                 {
                     decided.remove(name);
+                    kept.schedule.set(name, None);
+                    kept.active.insert(name.clone());
                     continue;
                 }
                 let fingerprint = memo::with_digest(
@@ -195,28 +228,20 @@ impl Platform {
                     }
                 };
                 if let Some(seen) = seen.filter(|_| stands) {
-                    if let Some(at) = seen.requeue_at {
-                        soonest(at);
-                    }
+                    kept.schedule.set(name, seen.requeue_at);
                     continue;
                 }
-                let observed = observe(&self.store, &tenant, &snap, ws, now, false, Some(&view));
-                let mut observed = observed;
-                if let crate::platform::pools::Placement::Conflict(names) =
-                    crate::platform::pools::placement(&pools, ws)
-                {
-                    observed
-                        .facts
-                        .inputs_problem
-                        .get_or_insert_with(|| crate::platform::pools::conflict(&names));
-                }
-                observed.facts.frozen = frozen.clone();
-                observed.facts.max_depth = Some(self.max_dependency_depth);
-                observed.facts.runs_quota = quotas.runs_per_hour.map(|per_hour| RunsQuota {
-                    per_hour,
-                    started: runs_this_hour,
-                    tenant: tenant.clone(),
-                });
+                let facts = Extra {
+                    pools: &pools,
+                    frozen: &frozen,
+                    max_depth: self.max_dependency_depth,
+                    runs_quota: quotas.runs_per_hour.map(|per_hour| RunsQuota {
+                        per_hour,
+                        started: runs_this_hour,
+                        tenant: tenant.clone(),
+                    }),
+                };
+                let observed = facts.observe(&self.store, &tenant, &snap, ws, now, &view);
                 let action = decide(&observed.facts);
                 // What the decision stands on until something moves (a run or a deletion
                 // changes the workspace: it is decided again).
@@ -233,28 +258,38 @@ impl Platform {
                 };
                 match requeue_at {
                     Some(at) => {
-                        if let Some(at) = at {
-                            soonest(at);
-                        }
+                        kept.schedule.set(name, at);
                         let approval = observed.facts.awaiting.is_some();
                         let seen =
                             Seen::new(fingerprint, now, at, approval, observed.last_run.clone());
                         decided.insert(name.clone(), seen);
                     }
                     None => {
+                        kept.schedule.set(name, None);
+                        kept.revisit.insert(name.clone());
                         decided.remove(name);
                     }
                 }
-                // A long pass decides from the snapshot it loaded at its start: a run of this
-                // workspace may have started and ended since (its status written, its job
-                // closed). Decided on that stale status, it would run again for nothing; read
-                // again, a moved workspace is left to the next pass (its change woke it).
-                if matches!(action, Action::Run { .. }) && !still_current(&self.store, &tenant, ws)
-                {
-                    decided.remove(name);
-                    soonest(now);
-                    continue;
-                }
+                // A run is started only on facts as fresh as the activity check: the decision
+                // above was taken on the snapshot, which a long pass loaded long ago (a run of
+                // this workspace may have started and ended since). The open job is read, then
+                // the workspace and its last run, and the run starts only if they decide it too.
+                let (ws, observed, action) = match action {
+                    Action::Run { .. } => {
+                        match facts.fresh(&self.store, &tenant, &snap, ws, now, &view) {
+                            Some((fresh_ws, fresh)) => {
+                                let again = decide(&fresh.facts);
+                                match confirm(&action, again) {
+                                    Some(run) => (std::borrow::Cow::Owned(fresh_ws), fresh, run),
+                                    None => continue,
+                                }
+                            }
+                            None => continue,
+                        }
+                    }
+                    _ => (std::borrow::Cow::Borrowed(ws), observed, action),
+                };
+                let ws: &sng_api::workspace::Workspace = &ws;
                 if let Action::Run { .. } = action {
                     runs_this_hour += 1;
                 }
@@ -286,6 +321,13 @@ impl Platform {
                         }
                     }
                 }
+            }
+            if let Some(at) = kept.schedule.next() {
+                soonest(at);
+            }
+            // Runs just enqueued (seen open next time), inputs that could not be read.
+            if !kept.revisit.is_empty() {
+                soonest(now + 5);
             }
         }
         (due, next)
@@ -323,19 +365,6 @@ impl Platform {
     }
 }
 
-/// Whether the stored workspace is still the one a decision was taken on (same resource
-/// version); an error reads as moved (decided again next pass).
-fn still_current(
-    store: &sng_store::Store,
-    tenant: &str,
-    ws: &sng_api::workspace::Workspace,
-) -> bool {
-    match store.get(Kind::Workspace, tenant, &ws.metadata.name) {
-        Ok(Some(now)) => now.meta().resource_version == ws.metadata.resource_version,
-        _ => false,
-    }
-}
-
 /// Longest wait between a wake and the next reconcile pass: the reaction time to a change when
 /// passes are expensive (a pass over 1,000 workspaces costs about 25 ms, spaced 125 ms; the
 /// fifth-of-a-core bound holds up to passes of 200 ms).
@@ -365,7 +394,7 @@ pub async fn reconcile_loop(platform: Arc<Platform>, stop: CancellationToken) {
     loop {
         changes.moved();
         let pass_started = tokio::time::Instant::now();
-        let (_due, next) = tokio::task::block_in_place(|| platform.reconcile_once(None));
+        let (_due, next) = tokio::task::block_in_place(|| platform.reconcile_once());
         let pass_took = pass_started.elapsed();
         platform
             .stats
@@ -429,7 +458,7 @@ pub async fn dependents_loop(platform: Arc<Platform>, stop: CancellationToken) {
             continue;
         }
         let started = std::time::Instant::now();
-        let (due, _) = tokio::task::block_in_place(|| platform.reconcile_once(Some(&parents)));
+        let due = tokio::task::block_in_place(|| platform.targeted_pass(&parents));
         tracing::debug!(
             took_us = started.elapsed().as_micros() as u64,
             enqueued = due.len(),

@@ -111,6 +111,11 @@ pub struct ServerArgs {
     /// longer chain of parents above it does not run (Ready False, `DependencyTooDeep`).
     #[arg(long, env = "SNG_MAX_DEPENDENCY_DEPTH", default_value_t = sng_core::decide::MAX_DEPENDENCY_DEPTH)]
     pub max_dependency_depth: usize,
+    /// How often the reconciler looks at every workspace of a tenant again, whatever moved
+    /// (Go duration; `0` disables): a safety net, since passes look only at what a change
+    /// touches. Spread by tenant over a quarter of the period.
+    #[arg(long, env = "SNG_FULL_RESYNC_INTERVAL", default_value = "10m", value_parser = parse_duration)]
+    pub full_resync_interval: std::time::Duration,
     /// How long events are kept (Go duration, e.g. `720h`): older events, once delivered to
     /// every webhook (dead letters excepted), are removed. By default every event is kept.
     #[arg(long, env = "SNG_RETAIN_EVENTS", value_parser = parse_duration)]
@@ -205,6 +210,7 @@ pub fn run(args: ServerArgs) -> Result<(), CliError> {
             .map(|(cert, key)| sng_server::tls::TlsFiles { cert, key }),
         audit_retention: args.audit_retention,
         max_dependency_depth: Some(args.max_dependency_depth),
+        full_resync_interval: Some(args.full_resync_interval),
         retention: sng_core::retention::Retention {
             events: args.retain_events,
             run_logs: args.retain_run_logs,

@@ -13,6 +13,7 @@ mod agents;
 mod audit;
 mod audit_runs;
 mod balance;
+mod burst;
 mod cli;
 mod console;
 mod console_admin;
