@@ -290,7 +290,7 @@ fn a_registry_notification_runs_the_followers_at_once_and_a_replay_does_nothing(
     let d2 = push_dir(&fx.reg, &dir, "acme/out", "1.0.0", None);
     wait_for(
         "the notified push is applied",
-        Duration::from_secs(60),
+        Duration::from_secs(120),
         || (secret_value(&server, "w-outputs", "v") == "two").then_some(()),
     );
     let run = server.last_run("w");
