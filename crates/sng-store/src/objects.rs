@@ -3,7 +3,9 @@
 
 mod governance;
 mod previous;
+mod raw;
 mod read;
+pub use raw::RawObject;
 pub(crate) use read::workspace_owner;
 
 pub use governance::{principal, spec_hash, ExceptionApproval};
