@@ -60,8 +60,14 @@ async fn whole_listings_stream_the_same_objects_as_pages_and_single_reads() {
     // Without `limit`: every workspace in one document (three chunks), no metadata.
     let (code, all) = api.get("/api/v1/tenants/default/workspaces").await;
     assert_eq!(code, StatusCode::OK, "{all}");
-    assert_eq!((&all["apiVersion"], &all["kind"]), (&json!("v1"), &json!("List")));
-    assert!(all.get("metadata").is_none(), "no cursor on a whole listing");
+    assert_eq!(
+        (&all["apiVersion"], &all["kind"]),
+        (&json!("v1"), &json!("List"))
+    );
+    assert!(
+        all.get("metadata").is_none(),
+        "no cursor on a whole listing"
+    );
     let expected: Vec<String> = (0..N).map(|i| format!("ws-{i:05}")).collect();
     assert_eq!(names(&all), expected);
     // The same items as the pages, and each as a read of the one object (decoded) shows it.
@@ -96,7 +102,10 @@ async fn whole_listings_stream_the_same_objects_as_pages_and_single_reads() {
         .header("authorization", format!("Bearer {}", api.admin))
         .body(Body::empty())
         .unwrap();
-    let resp = sng_server::router(api.state.clone()).oneshot(req).await.unwrap();
+    let resp = sng_server::router(api.state.clone())
+        .oneshot(req)
+        .await
+        .unwrap();
     assert_eq!(resp.headers()["content-type"], "application/json");
     let bytes = resp.into_body().collect().await.unwrap().to_bytes();
     assert_eq!(serde_json::from_slice::<Value>(&bytes).unwrap(), all);
@@ -112,9 +121,7 @@ async fn secrets_stay_redacted_in_listings() {
         json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": name},
                "stringData": {"password": "hunter2-very-secret"}})
     };
-    let (code, body) = api
-        .apply(vec![secret("db"), secret("api"), ws(1)])
-        .await;
+    let (code, body) = api.apply(vec![secret("db"), secret("api"), ws(1)]).await;
     assert_eq!(code, StatusCode::OK, "{body}");
     for path in [
         "/api/v1/tenants/default/secrets",

@@ -90,7 +90,12 @@ pub(crate) async fn list(
     .await?;
     if whole {
         let store = st.store.clone();
-        return Ok(streamed_answer(store, (kind, tenant, selector), first, next));
+        return Ok(streamed_answer(
+            store,
+            (kind, tenant, selector),
+            first,
+            next,
+        ));
     }
     Ok(page_answer(&first, kind, &tenant, &selector, next))
 }

@@ -33,27 +33,42 @@ fn decoded_texts(s: &Store, kind: Kind, tenant: &str) -> Vec<String> {
 fn seed(s: &Store) {
     let ws = |name: &str, meta: serde_json::Value| {
         let mut metadata = json!({"name": name});
-        metadata.as_object_mut().unwrap().extend(meta.as_object().unwrap().clone());
-        object(json!({"apiVersion": "tofu.stackngo.io/v1alpha1", "kind": "Workspace",
+        metadata
+            .as_object_mut()
+            .unwrap()
+            .extend(meta.as_object().unwrap().clone());
+        object(
+            json!({"apiVersion": "tofu.stackngo.io/v1alpha1", "kind": "Workspace",
             "metadata": metadata,
             "spec": {"module": {"source": "oci://r.example/acme/pet", "tag": "1"},
-                     "vars": {"b": 2, "a": "x\"y\\ü", "list": [1, {"z": null}]}}}))
+                     "vars": {"b": 2, "a": "x\"y\\ü", "list": [1, {"z": null}]}}}),
+        )
     };
     s.apply(
         "default",
         vec![
             ws("a-plain", json!({})),
-            ws("b-labelled", json!({"labels": {"team": "t1", "env": "prod"}})),
-            ws("c-annotated", json!({"annotations": {"note": "a \"quoted\" é"}})),
+            ws(
+                "b-labelled",
+                json!({"labels": {"team": "t1", "env": "prod"}}),
+            ),
+            ws(
+                "c-annotated",
+                json!({"annotations": {"note": "a \"quoted\" é"}}),
+            ),
             ws("d-status", json!({})),
             ws("e-deleting", json!({})),
-            object(json!({"apiVersion": "tofu.stackngo.io/v1alpha1", "kind": "Provider",
+            object(
+                json!({"apiVersion": "tofu.stackngo.io/v1alpha1", "kind": "Provider",
                 "metadata": {"name": "files"},
                 "spec": {"source": "example.com/sng/file", "version": ">= 0.1.0",
-                         "config": {"root": "/tmp/x", "a": 1}}})),
-            object(json!({"apiVersion": "tofu.stackngo.io/v1alpha1", "kind": "Policy",
+                         "config": {"root": "/tmp/x", "a": 1}}}),
+            ),
+            object(
+                json!({"apiVersion": "tofu.stackngo.io/v1alpha1", "kind": "Policy",
                 "metadata": {"name": "p"},
-                "spec": {"enforcement": "mandatory", "rego": "package sng\n"}})),
+                "spec": {"enforcement": "mandatory", "rego": "package sng\n"}}),
+            ),
         ],
         false,
     )
