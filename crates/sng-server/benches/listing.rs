@@ -83,7 +83,6 @@ fn main() {
         "conditions": [{"type": "Ready", "status": "True", "reason": "Applied",
                         "message": "Apply complete: 1 added, 0 changed, 0 destroyed",
                         "lastTransitionTime": "2026-12-03T10:00:00Z", "observedGeneration": 1}],
-        "lastPlan": {"id": "p-0123456789abcdef", "at": "2026-12-03T10:00:00Z", "add": 1, "change": 0, "destroy": 0, "import": 0},
         "inputsHash": "9f2c4e1d7a3b5c6e8f9a0b1c2d3e4f5a6b7c8d9e0f1a2b3c4d5e6f7a8b9c0d1e",
         "lastRunJob": "r-0123456789abcdef", "lastRunAt": "2026-12-03T10:00:01Z"});
     for i in 0..n {
