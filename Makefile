@@ -47,9 +47,10 @@ bench: build
 bench-pass:
 	cargo bench -p sng-server --bench reconcile_pass
 
-## bench-scale: the reconciler at scale (1,000 Ready workspaces restarted, a burst of 200).
+## bench-scale: the server at scale (issue 21): idle RSS and CPU at BENCH_SIZES workspaces, listings,
+## pass cost, a chain of 50 and a fan-out of 200 beside the bare engine, a restart (bench/scale.sh).
 bench-scale: build
-	SNG_BIN=target/release/sng bench/restart-and-burst.sh
+	SNG_BIN=target/release/sng bench/scale.sh
 
 ## bench-replicas: replicas on PostgreSQL (list 10,000 on PostgreSQL vs SQLite, apply → run
 ## started with 1 and 3 replicas, 1,000 runs over 3 replicas, idle CPU of 3 replicas).

@@ -11,8 +11,15 @@
 #   Then 10,000 suspended workspaces (no run) are applied in batches of 1,000 through the API, and
 #   (a) and (b) are run again on the same server (a new chain each iteration).
 #
+# With BENCH_SHAPE=fanout, a fan-out instead of a chain: one root and BENCH_FANOUT (default 200)
+# children each reading the root's output; the bare engine runs the root, then the children
+# `nproc` at a time (sng's default --max-concurrent-runs); sng's total runs from `sng apply` to the
+# last child's `finishedAt` (run records); the "hops" are each child's `startedAt` - the root's
+# `finishedAt` (how soon the children started, queueing for the run slots included).
+#
 # Environment: BENCH_ITERATIONS (default 2), BENCH_IDLE (default 10000), BENCH_LINKS (default 20),
-# SNG_BIN (skip the build), SNG_ENGINE, SNG_DOCKER_REGISTRY, BENCH_KEEP=1.
+# BENCH_SHAPE (chain or fanout), BENCH_FANOUT (default 200), SNG_BIN (skip the build), SNG_ENGINE,
+# SNG_DOCKER_REGISTRY, BENCH_KEEP=1.
 # Prints a Markdown report on stdout; progress goes to stderr.
 set -euo pipefail
 
@@ -23,6 +30,9 @@ source "$ROOT/bench/lib.sh"
 N=${BENCH_ITERATIONS:-2}
 IDLE=${BENCH_IDLE:-10000}
 LINKS=${BENCH_LINKS:-20}
+SHAPE=${BENCH_SHAPE:-chain}
+FANOUT=${BENCH_FANOUT:-200}
+CORES=$(nproc)
 ENGINE=${SNG_ENGINE:-$ROOT/.tools/bin/tofu}
 REGISTRY_BIN=${SNG_DOCKER_REGISTRY:-/usr/bin/docker-registry}
 MODULE=$ROOT/bench/modules/hop
@@ -115,6 +125,94 @@ for start in range(0, n, 1000):
 EOF
 }
 
+# bare_link ROOT IN: one link by hand in the fresh directory ROOT with input IN; prints the ms of
+# its engine steps, summed.
+bare_link() {
+  local root=$1 steps
+  mkdir -p "$root"
+  cp -r "$MODULE" "$root/work"
+  printf '{"out": "%s"}\n' "$2" >"$root/work/terraform.tfvars.json"
+  printf 'provider_installation {\n  direct {}\n}\n' >"$root/cli.tfrc"
+  steps=$(cd "$root/work" && CHECKPOINT_DISABLE=1 TF_IN_AUTOMATION=1 TF_CLI_CONFIG_FILE="$root/cli.tfrc" \
+    engine_steps "$root/engine.log") || die "bare link $root failed"
+  rm -rf "$root"
+  echo $(($(tr ',' '+' <<<"$steps")))
+}
+
+# bare_fanout SERIES ITER: the root, then the FANOUT children CORES at a time.
+bare_fanout() {
+  local series=$1 iter=$2 t0 total sum i
+  stamp t0
+  sum=$(bare_link "$WORK/bare/$iter-root" "")
+  for ((i = 0; i < FANOUT; i += CORES)); do
+    local pids=() j
+    for ((j = i; j < i + CORES && j < FANOUT; j++)); do
+      bare_link "$WORK/bare/$iter-c$j" "+" >"$WORK/bare-$iter-$j.ms" &
+      pids+=($!)
+    done
+    for j in "${pids[@]}"; do wait "$j" || die "a bare child failed"; done
+  done
+  elapsed_ms "$t0" total
+  for ((i = 0; i < FANOUT; i++)); do sum=$((sum + $(cat "$WORK/bare-$iter-$i.ms"))); done
+  rm -f "$WORK"/bare-"$iter"-*.ms
+  printf '%s\t%s\t%s\t%s\t-\n' "$series" "$iter" "$total" "$sum" >>"$RESULTS"
+}
+
+# sng_fanout SERIES ITER PREFIX: apply the root and its children at once, wait until every one
+# has its run Succeeded; total = the last child's finishedAt - the time just before `sng apply`.
+sng_fanout() {
+  local series=$1 iter=$2 prefix=$3 file=$WORK/$3.yaml i t0
+  {
+    echo "---"
+    workspace_doc "$prefix-root" hop
+    for ((i = 0; i < FANOUT; i++)); do
+      echo "---"
+      workspace_doc "$(printf '%s-c%03d' "$prefix" "$i")" hop
+      printf '  varsFrom:\n    - workspaceOutputRef: {name: %s-root, output: out}\n' "$prefix"
+    done
+  } >"$file"
+  stamp t0
+  "$SNG" apply -f "$file" >/dev/null
+  python3 - "$series" "$iter" "$t0" "$prefix" "$FANOUT" >>"$RESULTS" <<'EOF' || die "$series: fan-out failed"
+import json, os, sys, time, urllib.request, datetime
+series, it, t0, prefix, n = sys.argv[1], sys.argv[2], int(sys.argv[3]) / 1e6, sys.argv[4], int(sys.argv[5])
+url, token = os.environ["SNG_SERVER"], os.environ["SNG_TOKEN"]
+def get(path):
+    req = urllib.request.Request(f"{url}{path}", headers={"Authorization": f"Bearer {token}"})
+    return json.load(urllib.request.urlopen(req, timeout=60))
+names = [f"{prefix}-root"] + [f"{prefix}-c{i:03d}" for i in range(n)]
+runs, pending, deadline = {}, list(names), time.time() + 1800
+while pending:
+    assert time.time() < deadline, f"still waiting for {pending[:5]}"
+    still = []
+    for name in pending:
+        items = get(f"/api/v1/tenants/default/workspaces/{name}/runs?limit=1")["items"]
+        if items and items[0]["phase"] in ("Succeeded", "Failed", "Errored", "Cancelled"):
+            assert items[0]["phase"] == "Succeeded", items[0]
+            runs[name] = items[0]
+        else:
+            still.append(name)
+    pending = still
+    if pending:
+        time.sleep(0.5)  # a poll interval: the measure comes from the run records, not from here
+t = lambda s: datetime.datetime.fromisoformat(s.replace("Z", "+00:00")).timestamp()
+root = runs[names[0]]
+kids = [runs[x] for x in names[1:]]
+total = round((max(t(r["finishedAt"]) for r in kids) - t0) * 1000)
+engine = sum(sum(ms for _, ms in r["steps"]) for r in runs.values())
+hops = [round((t(r["startedAt"]) - t(root["finishedAt"])) * 1000) for r in kids]
+print(f"{series}\t{it}\t{total}\t{engine}\t{','.join(map(str, hops))}")
+EOF
+}
+
+if [ "$SHAPE" = fanout ]; then
+  bare_chain() { bare_fanout "$@"; }
+  sng_chain() { sng_fanout "$@"; }
+  LINKS=$FANOUT
+elif [ "$SHAPE" != chain ]; then
+  die "BENCH_SHAPE must be chain or fanout, not $SHAPE"
+fi
+
 say "registry"
 start_registry
 push_module hop
@@ -151,7 +249,9 @@ for line in open(path):
 cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
 print(f"Machine: {os.cpu_count()} CPUs, {cpu}; {datetime.datetime.now().astimezone():%Y-%m-%d %H:%M %Z}; engine {engine}; sng {desc}.")
 print(f"Load average (1, 5, 15 min) before: {load_before}; after: {load_after}. Server peak RSS (VmHWM): {int(rss)//1024} MB.")
-print(f"A chain of {links} links, {n} iterations per case; times in ms (medians over iterations; hops over every link).")
+shape = os.environ.get("BENCH_SHAPE", "chain")
+what = f"A fan-out of 1 → {links}" if shape == "fanout" else f"A chain of {links} links"
+print(f"{what}, {n} iterations per case; times in ms (medians over iterations; hops over every link).")
 print()
 print("| case | total | engine steps | total / bare | hop median | hop p90 | hop max |")
 print("|---|---:|---:|---:|---:|---:|---:|")

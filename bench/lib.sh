@@ -153,7 +153,10 @@ server_up() {
 launch_server() {
   SERVER_DIR=$1
   mkdir -p "$SERVER_DIR"
-  SNG_LOG=$SERVER_LOG_FILTER "$SNG" server --data-dir "$SERVER_DIR" --listen 127.0.0.1:0 \
+  # BENCH_SERVER_ENV: extra VAR=value words for the server only (e.g. an allocator's LD_PRELOAD,
+  # MALLOC_ARENA_MAX), word-split.
+  # shellcheck disable=SC2086
+  env ${BENCH_SERVER_ENV:-} SNG_LOG=$SERVER_LOG_FILTER "$SNG" server --data-dir "$SERVER_DIR" --listen 127.0.0.1:0 \
     --engine "$ENGINE" --insecure-registry "$REGISTRY" ${SERVER_ARGS[@]+"${SERVER_ARGS[@]}"} >>"$2" 2>&1 &
   SERVER_PID=$!
 }

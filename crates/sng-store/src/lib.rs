@@ -59,7 +59,9 @@ pub use module_tags::{ModuleTag, RegistryNotification, TagKey, TagMove};
 pub use moving::{
     move_order, Imported, SealedPart, SecretValues, StateBody, TableRows, TenantDump,
 };
-pub use objects::{principal, spec_hash, Applied, ApplyOutcome, ExceptionApproval, Narrow};
+pub use objects::{
+    principal, spec_hash, Applied, ApplyOutcome, ExceptionApproval, Narrow, RawObject,
+};
 pub use pg::redact as redact_url;
 pub use quarantine::{Quarantine, QuarantineEntry, QuarantineReason};
 pub use retention::VersionsCursor;

@@ -4,7 +4,9 @@
 mod governance;
 mod narrow;
 mod previous;
+mod raw;
 mod read;
+pub use raw::RawObject;
 pub(crate) use read::workspace_owner;
 
 pub use governance::{principal, spec_hash, ExceptionApproval};

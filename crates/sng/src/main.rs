@@ -1,10 +1,12 @@
 //! `sng`: the server and the client commands, in one binary.
-#![forbid(unsafe_code)]
+// One FFI call: `memory::bound_malloc_arenas` (mallopt); nothing else may use unsafe code.
+#![deny(unsafe_code)]
 
 mod cli;
 mod client;
 mod error;
 mod jsonpath;
+mod memory;
 mod table;
 
 use std::process::ExitCode;
@@ -12,6 +14,8 @@ use std::process::ExitCode;
 use clap::FromArgMatches as _;
 
 fn main() -> ExitCode {
+    // Before any thread allocates: the allocator's arenas (BENCHMARKS.md, issue 21).
+    memory::bound_malloc_arenas();
     // The server re-executes itself to evaluate a policy in a bounded process (hidden).
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
     if args

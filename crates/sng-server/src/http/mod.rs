@@ -24,6 +24,7 @@ pub(crate) mod page;
 mod probes;
 mod process;
 mod quarantine;
+mod raw_list;
 pub mod registry_hook;
 mod report;
 mod runs;

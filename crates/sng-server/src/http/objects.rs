@@ -20,6 +20,7 @@ use crate::service::{access, render};
 
 use super::extract::{Caller, JsonBody, Params};
 use super::page::{kept_page, list_page_body, page_of, ListQuery, LIST_PARAMS};
+use super::raw_list::{page_answer, raw_page, streamed_answer, STREAM_CHUNK};
 
 pub(crate) fn kind_of(word: &str) -> Result<Kind, ApiError> {
     Kind::parse(word).ok_or_else(|| {
@@ -54,33 +55,56 @@ pub(crate) async fn list(
     Path((tenant, kind)): Path<(String, String)>,
     params: Params,
     query: Result<Query<ListQuery>, QueryRejection>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<axum::response::Response, ApiError> {
     caller.scope(&tenant)?;
     let kind = kind_of(&kind)?;
     if kind == Kind::Tenant {
-        return super::tenants::list_tenants(State(st), caller, params, query).await;
+        let answer = super::tenants::list_tenants(State(st), caller, params, query).await?;
+        return Ok(answer.into_response());
     }
     params.only(LIST_PARAMS)?;
     let (limit, after, selector) = page_of(query, kind, &tenant)?;
     let (t, sel) = (tenant.clone(), selector.clone());
-    let (objects, next) = blocking(&st, move |s| {
-        if s.get(Kind::Tenant, "", &t)?.is_none() {
-            return Err(StoreError::not_found("Tenant", &t));
-        }
-        if sel.is_empty() {
-            s.list_page(kind, &t, limit, after.as_deref())
-        } else {
-            kept_page(s, kind, &t, limit, after, |o| sel.matches(&o.meta().labels))
-        }
+    if kind == Kind::Secret {
+        // Secrets are decoded to be redacted (their keys listed, never their values).
+        let (objects, next) = blocking(&st, move |s| {
+            tenant_exists(s, &t)?;
+            if sel.is_empty() {
+                s.list_page(kind, &t, limit, after.as_deref())
+            } else {
+                kept_page(s, kind, &t, limit, after, |o| sel.matches(&o.meta().labels))
+            }
+        })
+        .await?;
+        let items = objects.into_iter().map(|o| render(o, false)).collect();
+        let body = list_page_body(items, kind, &tenant, &selector, next);
+        return Ok(Json(body).into_response());
+    }
+    // Other kinds are written from their stored JSON; without `limit`, streamed by chunks.
+    let whole = limit == usize::MAX;
+    let chunk = if whole { STREAM_CHUNK } else { limit };
+    let (first, next) = blocking(&st, move |s| {
+        tenant_exists(s, &t)?;
+        raw_page(s, kind, &t, chunk, after, &sel)
     })
     .await?;
-    Ok(Json(list_page_body(
-        objects.into_iter().map(|o| render(o, false)).collect(),
-        kind,
-        &tenant,
-        &selector,
-        next,
-    )))
+    if whole {
+        let store = st.store.clone();
+        return Ok(streamed_answer(
+            store,
+            (kind, tenant, selector),
+            first,
+            next,
+        ));
+    }
+    Ok(page_answer(&first, kind, &tenant, &selector, next))
+}
+
+fn tenant_exists(s: &sng_store::Store, tenant: &str) -> Result<(), StoreError> {
+    match s.get(Kind::Tenant, "", tenant)? {
+        Some(_) => Ok(()),
+        None => Err(StoreError::not_found("Tenant", tenant)),
+    }
 }
 
 #[derive(Deserialize, Default)]

@@ -169,17 +169,35 @@ pub(crate) fn kept_page(
     kind: Kind,
     tenant: &str,
     limit: usize,
-    mut after: Option<String>,
+    after: Option<String>,
     keep: impl Fn(&Object) -> bool,
 ) -> Result<(Vec<Object>, Option<String>), StoreError> {
+    kept_page_by(
+        limit,
+        after,
+        |chunk, after| s.list_page(kind, tenant, chunk, after),
+        |o| o.meta().name.clone(),
+        keep,
+    )
+}
+
+/// As [`kept_page`], over any paged read: `fetch(chunk, after)` reads a page, `name` is an
+/// item's name (the cursor).
+pub(crate) fn kept_page_by<T>(
+    limit: usize,
+    mut after: Option<String>,
+    fetch: impl Fn(usize, Option<&str>) -> Result<(Vec<T>, Option<String>), StoreError>,
+    name: impl Fn(&T) -> String,
+    keep: impl Fn(&T) -> bool,
+) -> Result<(Vec<T>, Option<String>), StoreError> {
     let chunk = limit.saturating_add(1).min(MAX_LIST_LIMIT + 1);
     let mut page = Vec::new();
     loop {
-        let (objects, next) = s.list_page(kind, tenant, chunk, after.as_deref())?;
-        page.extend(objects.into_iter().filter(&keep));
+        let (items, next) = fetch(chunk, after.as_deref())?;
+        page.extend(items.into_iter().filter(&keep));
         if page.len() > limit {
             page.truncate(limit);
-            let last = page.last().map(|t| t.meta().name.clone());
+            let last = page.last().map(&name);
             return Ok((page, last));
         }
         match next {

@@ -11,7 +11,7 @@ use crate::app::{blocking, AppState};
 use crate::error::ApiError;
 
 use super::extract::{Caller, Params};
-use super::page::{cursor_after, cursor_token, limit_of, page_body, run_position};
+use super::page::{cursor_after, cursor_token, limit_of, run_position};
 
 #[derive(Deserialize, Default)]
 pub(crate) struct LogQuery {
@@ -35,7 +35,7 @@ pub(crate) async fn list_runs(
     Path((tenant, name)): Path<(String, String)>,
     params: Params,
     query: Result<Query<RunsQuery>, QueryRejection>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<axum::response::Response, ApiError> {
     caller.scope(&tenant)?;
     params.only(&["limit", "continue"])?;
     let Query(q) = query.map_err(|e| ApiError::bad_request(e.body_text()))?;
@@ -56,12 +56,10 @@ pub(crate) async fn list_runs(
         s.runs_page(&t, &n, limit, before)
     })
     .await?;
-    Ok(Json(page_body(
-        runs.into_iter()
-            .map(|r| serde_json::to_value(r).expect("json"))
-            .collect(),
-        next.map(|(at, row)| cursor_token("runs", &tenant, &name, format!("{at}|{row}"))),
-    )))
+    // Encoded straight from the records (no JSON value tree per run).
+    let token = next.map(|(at, row)| cursor_token("runs", &tenant, &name, format!("{at}|{row}")));
+    let body = serde_json::to_string(&sng_api::wire::List::page(runs, token)).expect("json");
+    Ok(super::raw_list::json_answer(body))
 }
 
 pub(crate) async fn get_run(
