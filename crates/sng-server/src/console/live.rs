@@ -193,6 +193,9 @@ pub(super) fn workspace_event(ws: &Value) -> Value {
         "status": workspace_status(ws),
         "conditions": conditions,
         "activeJob": ws.pointer("/status/activeJob").cloned().unwrap_or(Value::Null),
+        // What a new row of the list shows: its labels and its module's source.
+        "labels": ws.pointer("/metadata/labels").cloned().unwrap_or_else(|| json!({})),
+        "module": s(ws, "/spec/module/source"),
     })
 }
 

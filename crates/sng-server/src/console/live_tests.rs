@@ -102,7 +102,8 @@ fn a_workspace_event_says_what_the_pages_show_and_nothing_else() {
     assert_eq!(
         e,
         json!({"name": "web", "status": "Applying", "activeJob": "run-1",
-               "conditions": [{"type": "Applying", "status": "True", "reason": "Applying", "message": "m"}]})
+               "conditions": [{"type": "Applying", "status": "True", "reason": "Applying", "message": "m"}],
+               "labels": {"a": "b"}, "module": ""})
     );
     assert!(!e.to_string().contains("hunter2"));
 }

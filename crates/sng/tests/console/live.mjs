@@ -32,6 +32,16 @@ async function live(page, context) {
   check(before === 'Planning' || before === 'Applying', `${workspace} is running: ${before}`);
   await streaming(page);
   await accessible(page, 'the live workspaces page');
+  // A workspace applied meanwhile (through the API) appears in the list, in its place by name.
+  const applied = await page.request.post(`${base}/api/v1/tenants/${tenant}/apply`, {
+    headers: { Authorization: `Bearer ${token}` },
+    data: { items: [{ apiVersion: 'tofu.stackngo.io/v1alpha1', kind: 'Workspace', metadata: { name: 'added', labels: { team: 'x' } }, spec: { module: { source: 'oci://r.example/acme/none' }, suspend: true } }] },
+  });
+  check(applied.ok(), `the API applies a workspace: ${applied.status()} ${await applied.text()}`);
+  await until(page, 'the new workspace appears in the list', () => [...document.querySelectorAll('#workspaces tbody tr')].some((tr) => tr.cells[0].textContent.trim() === 'added'));
+  const names = await rows(page, 'workspaces');
+  check(JSON.stringify(names) === JSON.stringify([...names].sort()), `the new row is in its place by name: ${names}`);
+  check((await page.textContent('#workspaces tbody tr:has(a[href$="/workspaces/added"])')).includes('Suspended'), 'the new row shows its status');
 
   const wsPage = await context.newPage();
   await wsPage.goto(`${base}/ui/t/${tenant}/workspaces/${workspace}`);
@@ -124,14 +134,14 @@ async function viewer(page) {
   check(wsButtons.length === 0, `no action button for a viewer: ${wsButtons}`);
   // What the stream sent since the page's revision 0: every workspace of the tenant, read in
   // the page as a viewer; no secret value in it.
-  const sent = await page.evaluate(() => new Promise((resolve) => {
+  const sent = await page.evaluate((name) => new Promise((resolve) => {
     const es = new EventSource(document.getElementById('live').dataset.stream.replace(/since=\d+/, 'since=0'));
     const got = [];
     es.addEventListener('workspace', (e) => {
       got.push(e.data);
-      if (got.length >= 2) { es.close(); resolve(got); }
+      if (got.length >= 2 && got.some((d) => JSON.parse(d).name === name)) { es.close(); resolve(got); }
     });
-  }));
+  }), workspace);
   seen.push(...sent);
   check(sent.some((d) => JSON.parse(d).name === workspace), `the viewer's stream sends the tenant's workspaces: ${sent}`);
 }

@@ -79,10 +79,17 @@ document.addEventListener('DOMContentLoaded', () => {
   source.addEventListener('workspace', (e) => {
     const w = JSON.parse(e.data);
     live.dataset.lastEvent = e.lastEventId;
-    // The list: the row of this workspace.
+    // The list: the row of this workspace, or a new row where the page would list it.
+    let listed = false;
     for (const row of document.querySelectorAll('#workspaces tbody tr')) {
       if (row.cells[0].textContent.trim() !== w.name) continue;
+      listed = true;
       if (setBadge(row.cells[1].querySelector('.badge'), w.status)) announce(`${w.name}: ${w.status}`);
+    }
+    const list = document.querySelector('#workspaces tbody');
+    if (list && !listed && sngListed(w, list)) {
+      list.insertBefore(sngRow(w), [...list.rows].find((r) => r.cells[0].textContent.trim() > w.name) || null);
+      announce(`new workspace ${w.name}: ${w.status}`);
     }
     // A workspace's page: the dependency graph's node of this workspace (its colour, its
     // status in words, its title) and its row in the graph's table.
@@ -172,3 +179,45 @@ document.addEventListener('DOMContentLoaded', () => {
     }
   });
 });
+
+// Whether workspace event `w` belongs on the list page in view: it passes the page's filters
+// (status, label `k=v` or `k`, name search) and falls within the page (the list is by name; a
+// full page ends at its last row, a page after a name starts there).
+function sngListed(w, list) {
+  const q = new URLSearchParams(window.location.search);
+  if (q.get('status') && q.get('status') !== w.status) return false;
+  const label = q.get('label');
+  if (label) {
+    // A selector beyond `k=v` or `k`: left to the next load of the page.
+    if (/[,!()\s]/.test(label.trim())) return false;
+    const [k, v] = label.trim().split('=');
+    const labels = w.labels || {};
+    if (!(k in labels) || (v !== undefined && labels[k] !== v)) return false;
+  }
+  const search = (q.get('q') || '').trim();
+  if (search && !w.name.includes(search)) return false;
+  if (q.get('after') && w.name <= q.get('after')) return false;
+  const last = list.rows.length ? list.rows[list.rows.length - 1].cells[0].textContent.trim() : null;
+  return !document.getElementById('next-page') || (last !== null && w.name < last);
+}
+
+// A row of the list for workspace event `w`, as the server renders one (text only).
+function sngRow(w) {
+  const tr = document.createElement('tr');
+  const cell = () => tr.appendChild(document.createElement('td'));
+  const a = cell().appendChild(document.createElement('a'));
+  a.href = `${window.location.pathname.replace(/\/$/, '')}/${encodeURIComponent(w.name)}`;
+  a.textContent = w.name;
+  const badge = cell().appendChild(document.createElement('span'));
+  badge.className = `badge st-${w.status}`;
+  badge.textContent = w.status;
+  const labels = cell();
+  for (const [k, v] of Object.entries(w.labels || {})) {
+    const span = labels.appendChild(document.createElement('span'));
+    span.className = 'label';
+    span.textContent = `${k}=${v}`;
+    labels.appendChild(document.createTextNode(' '));
+  }
+  cell().appendChild(document.createElement('code')).textContent = w.module;
+  return tr;
+}
