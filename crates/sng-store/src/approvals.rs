@@ -383,16 +383,12 @@ impl Store {
             return Ok(None);
         };
         status.active_job = Some(run_id.to_string());
-        let rv = crate::objects::next_revision(&tx)?;
-        tx.execute(
-            "UPDATE objects SET status = ?1, resource_version = ?2 WHERE tenant = ?3 AND kind = ?4 AND name = ?5",
-            params![
-                serde_json::to_string(&status).expect("json"),
-                rv,
-                tenant,
-                Kind::Workspace.as_str(),
-                workspace
-            ],
+        let rv = crate::objects::put_status(
+            &tx,
+            Kind::Workspace,
+            tenant,
+            workspace,
+            &serde_json::to_string(&status).expect("json"),
         )?;
         tx.commit()?;
         drop(conn);

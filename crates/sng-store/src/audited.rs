@@ -75,11 +75,7 @@ impl Store {
                 run: None,
             };
             insert_audit(tx, by, written, Value::Null)?;
-            let rv = crate::objects::next_revision(tx)?;
-            tx.execute(
-                "UPDATE objects SET status = ?1, resource_version = ?2 WHERE tenant = ?3 AND kind = ?4 AND name = ?5",
-                params![status.to_string(), rv, crate::objects::scope(kind, tenant), kind.as_str(), name],
-            )?;
+            let rv = crate::objects::put_status(tx, kind, tenant, name, &status.to_string())?;
             Ok(Some(rv))
         })
     }

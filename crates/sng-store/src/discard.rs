@@ -98,16 +98,12 @@ impl Store {
                 generation,
             );
         }
-        let rv = crate::objects::next_revision(&tx)?;
-        tx.execute(
-            "UPDATE objects SET status = ?1, resource_version = ?2 WHERE tenant = ?3 AND kind = ?4 AND name = ?5",
-            params![
-                serde_json::to_string(&status).expect("json"),
-                rv,
-                tenant,
-                Kind::Workspace.as_str(),
-                workspace
-            ],
+        let rv = crate::objects::put_status(
+            &tx,
+            Kind::Workspace,
+            tenant,
+            workspace,
+            &serde_json::to_string(&status).expect("json"),
         )?;
         let run_ref = run.as_ref().map(|r| crate::approvals::RunRef {
             id: r.id.clone(),

@@ -46,6 +46,23 @@ pub(crate) fn scope(kind: Kind, tenant: &str) -> &str {
     }
 }
 
+/// Write the status of `kind` `name` (already serialized) at a new revision, in `tx`: the
+/// revision.
+pub(crate) fn put_status(
+    tx: &dyn Exec,
+    kind: Kind,
+    tenant: &str,
+    name: &str,
+    status: &str,
+) -> Result<i64> {
+    let rv = next_revision(tx)?;
+    tx.execute(
+        "UPDATE objects SET status = ?1, resource_version = ?2 WHERE tenant = ?3 AND kind = ?4 AND name = ?5",
+        params![status, rv, scope(kind, tenant), kind.as_str(), name],
+    )?;
+    Ok(rv)
+}
+
 pub(crate) fn next_revision(tx: &dyn Exec) -> Result<i64> {
     tx.query_row(
         "UPDATE revision SET value = value + 1 WHERE id = 1 RETURNING value",
@@ -486,11 +503,7 @@ impl Store {
                 ..ObjectMeta::default()
             };
             check_version(&meta, row.resource_version, &format!("{kind} {name:?}"))?;
-            let rv = next_revision(tx)?;
-            tx.execute(
-                "UPDATE objects SET status = ?1, resource_version = ?2 WHERE tenant = ?3 AND kind = ?4 AND name = ?5",
-                params![status.to_string(), rv, scope(kind, tenant), kind.as_str(), name],
-            )?;
+            let rv = put_status(tx, kind, tenant, name, &status.to_string())?;
             Ok(Some(rv))
         })
     }

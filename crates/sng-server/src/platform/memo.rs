@@ -208,7 +208,7 @@ impl Memory {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use std::collections::BTreeMap;
 
@@ -312,7 +312,9 @@ mod tests {
         assert_eq!(distinct.len(), REDECIDE_EVERY as usize);
     }
 
-    fn ws(name: &str, rv: &str, parents: &[&str]) -> Workspace {
+    /// A workspace `name` at resource version `rv` depending on `parents` (also the targeted
+    /// pass's tests).
+    pub(crate) fn ws(name: &str, rv: &str, parents: &[&str]) -> Workspace {
         let depends: Vec<_> = parents
             .iter()
             .map(|p| serde_json::json!({"name": p}))

@@ -166,25 +166,7 @@ impl Platform {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn ws(name: &str, rv: &str, parents: &[&str]) -> Workspace {
-        let depends: Vec<_> = parents
-            .iter()
-            .map(|p| serde_json::json!({"name": p}))
-            .collect();
-        match sng_api::decode(
-            &serde_json::json!({"apiVersion": "tofu.stackngo.io/v1alpha1", "kind": "Workspace",
-                "metadata": {"name": name, "uid": format!("u-{name}"), "resourceVersion": rv},
-                "spec": {"module": {"source": "oci://r.example/a/m", "tag": "1"},
-                         "dependsOn": depends}}),
-            1,
-        )
-        .unwrap()
-        {
-            Object::Workspace(w) => w,
-            _ => unreachable!(),
-        }
-    }
+    use crate::platform::memo::tests::ws;
 
     /// The child's view holds what a decision of it reads as a full snapshot would: its parents
     /// as read now, its children, cycle and depth as kept — so its fingerprint is the same.
