@@ -41,14 +41,7 @@ pub fn tenant_nav(tenant: &str, current: &str) -> String {
 
 /// The heading and navigation of an administration page of `tenant`.
 fn head(tenant: &str, current: &str, title: &str, notice: Option<&str>) -> String {
-    let notice = notice
-        .map(|n| {
-            format!(
-                "<p class=\"notice\" role=\"status\" id=\"notice\">{}</p>",
-                esc(n)
-            )
-        })
-        .unwrap_or_default();
+    let notice = super::html::notice(notice);
     format!(
         "{notice}{nav}<h1>{title} of {t}</h1>",
         nav = tenant_nav(tenant, current),

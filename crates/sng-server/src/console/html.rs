@@ -148,6 +148,17 @@ pub fn workspace_status(ws: &Value) -> &'static str {
 }
 
 /// The badge of a workspace status.
+/// The notice of what an action did (`role="status"`), or nothing.
+pub fn notice(text: Option<&str>) -> String {
+    text.map(|n| {
+        format!(
+            "<p class=\"notice\" role=\"status\" id=\"notice\">{}</p>",
+            esc(n)
+        )
+    })
+    .unwrap_or_default()
+}
+
 pub fn status_badge(status: &str) -> String {
     format!("<span class=\"badge st-{0}\">{0}</span>", esc(status))
 }

@@ -297,15 +297,7 @@ pub fn workspace(p: &WorkspacePage) -> String {
         format!("<p class=\"actions\">{buttons}</p>")
     };
     let outputs = super::detail::outputs(p.outputs);
-    let notice = p
-        .notice
-        .map(|n| {
-            format!(
-                "<p class=\"notice\" role=\"status\" id=\"notice\">{}</p>",
-                esc(n)
-            )
-        })
-        .unwrap_or_default();
+    let notice = super::html::notice(p.notice);
     format!(
         "{notice}<h1>Workspace {n} {sb} {tb}</h1><p><a href=\"/ui/t/{tu}/workspaces\">← workspaces of {t}</a></p>\
          <h2>Module</h2><table class=\"kv\">{module_rows}{pinned}</table>\

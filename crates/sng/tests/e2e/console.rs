@@ -78,12 +78,17 @@ pub(crate) fn browser_script(
     stdout
 }
 
-#[test]
-fn the_console_in_a_real_browser() {
+/// The browser tests need Debian's chromium.
+pub(crate) fn need_chromium() {
     assert!(
         std::path::Path::new("/usr/bin/chromium").exists(),
         "Debian's chromium is needed (make setup installs it)"
     );
+}
+
+#[test]
+fn the_console_in_a_real_browser() {
+    need_chromium();
     let fx = Fixture::new();
     fx.push_tf("acme/out", "1", OUT_MODULE);
     fx.push_tf("acme/r", "1", REPLACE_MODULE);

@@ -69,10 +69,7 @@ fn ready_at(g: i64) -> impl Fn(&Value) -> bool {
 
 #[test]
 fn the_admin_pages_and_actions_in_a_real_browser() {
-    assert!(
-        std::path::Path::new("/usr/bin/chromium").exists(),
-        "Debian's chromium is needed (make setup installs it)"
-    );
+    crate::console::need_chromium();
     let fx = Fixture::new();
     fx.push_tf("acme/r", "1", REPLACE_MODULE);
     let src = fx.source("acme/r");

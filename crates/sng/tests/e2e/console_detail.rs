@@ -27,10 +27,7 @@ fn detail(server: &Server, scenario: &str, token: &str, ws: &str, env: &[(&str, 
 
 #[test]
 fn the_workspace_and_run_detail_in_a_real_browser() {
-    assert!(
-        std::path::Path::new("/usr/bin/chromium").exists(),
-        "Debian's chromium is needed (make setup installs it)"
-    );
+    crate::console::need_chromium();
     let fx = Fixture::new();
     fx.push_tf("acme/app", "1", APP_MODULE);
     fx.push_tf("acme/plain", "1", PLAIN_MODULE);

@@ -235,10 +235,7 @@ fn the_stream_resumes_from_the_last_event_and_keeps_to_its_tenant() {
 /// real run goes on, without a reload; the pages stay accessible.
 #[test]
 fn the_console_is_live_in_a_real_browser() {
-    assert!(
-        std::path::Path::new("/usr/bin/chromium").exists(),
-        "Debian's chromium is needed (make setup installs it)"
-    );
+    crate::console::need_chromium();
     let fx = Fixture::new();
     let wait_dir = fx.dir("wait");
     fx.push_tf("acme/wait", "1", &waiting_module(&wait_dir));
