@@ -75,8 +75,10 @@ pub(crate) fn run_of_plan(
 pub use sng_core::ports::runs::RunPosition;
 pub use sng_core::ports::tokens::RunToken;
 
-/// Newest ended run by (tenant, workspace); `None` cached too (never ran).
-pub(crate) type LastEnded = std::collections::HashMap<(String, String), Option<RunRecord>>;
+/// Newest ended run by (tenant, workspace); `None` cached too (never ran). Boxed: most
+/// entries are `None` (a workspace never run), and a record inline would make each of them as
+/// large as a record.
+pub(crate) type LastEnded = std::collections::HashMap<(String, String), Option<Box<RunRecord>>>;
 
 /// Workspaces whose newest ended run is kept in memory (beyond: the cache starts over).
 const LAST_ENDED_MAX: usize = 100_000;
@@ -223,7 +225,7 @@ impl Store {
         // Shared with other processes (PostgreSQL): they write runs too, so it is always read.
         let cached = !self.shared();
         if let Some(hit) = self.last_ended_cache().get(&key).filter(|_| cached) {
-            return Ok(hit.clone());
+            return Ok(hit.as_deref().cloned());
         }
         // Read and fill under the connection lock, which every write of runs takes too.
         let conn = self.conn()?;
@@ -242,7 +244,7 @@ impl Store {
         if cache.len() >= LAST_ENDED_MAX {
             cache.clear();
         }
-        cache.insert(key, run.clone());
+        cache.insert(key, run.clone().map(Box::new));
         drop(cache);
         drop(conn);
         Ok(run)

@@ -41,7 +41,7 @@ pub fn read(
     let nodes: Vec<Node> = graph::layout(&names, &snap.depth_of, |n| {
         snap.workspaces
             .get(n)
-            .map(|ws| workspace_status(&render(Object::Workspace(ws.clone()), false)))
+            .map(|ws| workspace_status(&render(Object::Workspace((**ws).clone()), false)))
             .unwrap_or("Missing")
     });
     let graph = graph::section(tenant, name, &nodes, &snap.graph, more);

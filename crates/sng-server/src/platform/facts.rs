@@ -22,8 +22,8 @@ use super::inputs::{gather_noting, Inputs, Reads};
 /// The workspaces of one tenant and their graph.
 #[derive(Debug, Clone)]
 pub struct Snapshot {
-    /// By name.
-    pub workspaces: BTreeMap<String, Workspace>,
+    /// By name (shared: a child's view and the kept snapshot hold the same workspace).
+    pub workspaces: BTreeMap<String, std::sync::Arc<Workspace>>,
     /// Workspace → parents.
     pub graph: Graph,
     /// Workspace → the members of the cycle it is in.
@@ -61,14 +61,14 @@ impl Snapshot {
         let mut workspaces = BTreeMap::new();
         for o in store.list(Kind::Workspace, tenant)? {
             if let Object::Workspace(ws) = o {
-                workspaces.insert(ws.metadata.name.clone(), ws);
+                workspaces.insert(ws.metadata.name.clone(), std::sync::Arc::new(ws));
             }
         }
         Ok(Snapshot::of(workspaces))
     }
 
     /// The snapshot of these workspaces (by name): their graph, cycles and children.
-    pub fn of(workspaces: BTreeMap<String, Workspace>) -> Snapshot {
+    pub fn of(workspaces: BTreeMap<String, std::sync::Arc<Workspace>>) -> Snapshot {
         let graph: Graph = workspaces
             .iter()
             .map(|(n, ws)| (n.clone(), parents_of(ws)))
@@ -442,7 +442,7 @@ pub fn observe(
     let depends: BTreeSet<&str> = spec.depends_on.iter().map(|r| r.name.as_str()).collect();
     for pname in parents_of(ws) {
         let parent = snap.workspaces.get(&pname);
-        let ready = parent.is_some_and(is_ready);
+        let ready = parent.is_some_and(|p| is_ready(p));
         let refs: Vec<_> = spec
             .vars_from
             .iter()

@@ -337,7 +337,7 @@ pub(crate) mod tests {
         Snapshot::of(
             items
                 .iter()
-                .map(|w| (w.metadata.name.clone(), w.clone()))
+                .map(|w| (w.metadata.name.clone(), Arc::new(w.clone())))
                 .collect::<BTreeMap<_, _>>(),
         )
     }

@@ -98,15 +98,18 @@ impl Snapshots {
                 };
                 for name in gone {
                     let old = kept.workspaces.remove(&name);
-                    edges |= !parents(old.as_ref()).is_empty();
+                    edges |= !parents(old.as_deref()).is_empty();
                     kept.graph.remove(&name);
                 }
                 for name in read {
                     let new = match store.get(Kind::Workspace, tenant, &name)? {
-                        Some(Object::Workspace(ws)) => Some(ws),
+                        Some(Object::Workspace(ws)) => Some(Arc::new(ws)),
                         _ => None,
                     };
-                    let (was, now) = (parents(kept.workspaces.get(&name)), parents(new.as_ref()));
+                    let (was, now) = (
+                        parents(kept.workspaces.get(&name).map(|w| &**w)),
+                        parents(new.as_deref()),
+                    );
                     edges |= was != now;
                     match new {
                         Some(ws) => {

@@ -287,7 +287,7 @@ impl Platform {
                             None => continue,
                         }
                     }
-                    _ => (std::borrow::Cow::Borrowed(ws), observed, action),
+                    _ => (std::borrow::Cow::Borrowed(&**ws), observed, action),
                 };
                 let ws: &sng_api::workspace::Workspace = &ws;
                 if let Action::Run { .. } = action {

@@ -24,10 +24,10 @@ pub(super) fn child_view(kept: &Snapshot, child: Workspace, parents: Vec<Workspa
     let name = child.metadata.name.clone();
     let mut workspaces = BTreeMap::new();
     for p in parents {
-        workspaces.insert(p.metadata.name.clone(), p);
+        workspaces.insert(p.metadata.name.clone(), std::sync::Arc::new(p));
     }
     let graph = BTreeMap::from([(name.clone(), parents_of(&child))]);
-    workspaces.insert(name.clone(), child);
+    workspaces.insert(name.clone(), std::sync::Arc::new(child));
     let pick = |m: &BTreeMap<String, Vec<String>>| -> BTreeMap<String, Vec<String>> {
         m.get(&name)
             .map(|v| BTreeMap::from([(name.clone(), v.clone())]))
@@ -181,7 +181,7 @@ mod tests {
         let full = Snapshot::of(
             [&a, &b, &c, &g]
                 .iter()
-                .map(|w| (w.metadata.name.clone(), (*w).clone()))
+                .map(|w| (w.metadata.name.clone(), std::sync::Arc::new((*w).clone())))
                 .collect(),
         );
         let view = child_view(&full, c.clone(), vec![b.clone()]);

@@ -112,7 +112,7 @@ pub fn blast_radius(
                         "its spec changed".into()
                     },
                 );
-                workspaces.insert(name.clone(), ws.clone());
+                workspaces.insert(name.clone(), std::sync::Arc::new(ws.clone()));
             }
             Object::Secret(_) => {
                 changed_secrets.insert(name.clone());
