@@ -97,6 +97,13 @@ fn an_idle_pass_opens_no_secret_and_a_rotation_is_seen_at_once() {
 
     // A rotation is looked at for the one workspace citing the secret (and nothing else).
     let looked = looked_at();
+    // Passes read what was written since the last one, not every version of the tenant.
+    let whole = || {
+        p.stats
+            .versions_read_whole
+            .load(std::sync::atomic::Ordering::Relaxed)
+    };
+    let whole_before = whole();
 
     // A rotation: only the workspace citing the secret is gathered again, and its new hash is
     // the one a fresh gathering gives.
@@ -128,6 +135,13 @@ fn an_idle_pass_opens_no_secret_and_a_rotation_is_seen_at_once() {
         "the citer of the rotated secret (and its status written): {}",
         looked_at() - looked
     );
+    assert_eq!(whole(), whole_before, "a write is read alone");
+    let versions_kept = p.memory.lock().unwrap().kept["default"].versions.clone();
+    assert_eq!(
+        versions_kept.as_deref(),
+        Some(&store.object_versions("default").unwrap()),
+        "the versions advanced by what was written are the store's"
+    );
     // The cached pass decides on the same hashes as a fresh gathering.
     let snap = Snapshot::load(&store, "default").unwrap();
     let versions = store.object_versions("default").unwrap();
@@ -147,6 +161,17 @@ fn an_idle_pass_opens_no_secret_and_a_rotation_is_seen_at_once() {
     // A deleted secret is seen by the next pass: the workspace waits for it.
     store.delete(Kind::Secret, "default", "rotated").unwrap();
     p.reconcile_pass();
+    assert_eq!(
+        whole(),
+        whole_before + 1,
+        "a deletion: the versions read whole"
+    );
+    let versions_kept = p.memory.lock().unwrap().kept["default"].versions.clone();
+    assert_eq!(
+        versions_kept.as_deref(),
+        Some(&store.object_versions("default").unwrap()),
+        "the versions a pass holds are the store's"
+    );
     let snap = Snapshot::load(&store, "default").unwrap();
     let versions = store.object_versions("default").unwrap();
     let tags = Default::default();

@@ -161,6 +161,9 @@ pub fn fingerprint(
     h.finish()
 }
 
+/// An object of a tenant: (kind, name).
+pub type Key = (Kind, String);
+
 /// What the passes keep: the feed's counters and the store's revision at the last pass, the
 /// versions of each tenant's objects read then, and the decisions taken.
 #[derive(Default)]
@@ -169,6 +172,12 @@ pub struct Memory {
     pub feed: Changes,
     revision: Option<i64>,
     versions: HashMap<String, Arc<Versions>>,
+    /// Tenant → the versions last read (at any revision) and the highest of them: the next
+    /// read asks only for what was written after it.
+    last: HashMap<String, (Arc<Versions>, i64)>,
+    /// Tenant → the versions the current ones were advanced from, and the keys that moved
+    /// between them (created or changed), when the current ones were read that way.
+    delta: HashMap<String, (Arc<Versions>, Vec<Key>)>,
     /// Tenant → workspace → its last decision.
     pub decided: HashMap<String, HashMap<String, Seen>>,
     /// Tenant → what its passes keep to look only at what moved ([`super::visit`]).
@@ -180,23 +189,57 @@ impl Memory {
     pub fn at_revision(&mut self, revision: i64) {
         if self.revision != Some(revision) {
             self.versions.clear();
+            self.delta.clear();
             self.revision = Some(revision);
         }
     }
 
-    /// The versions of `tenant`'s objects at the current revision, read by `read` when not
-    /// read yet.
+    /// The versions of `tenant`'s objects at the current revision, when not read yet: from the
+    /// last ones read and what was written since (`after`, given their highest version: a busy
+    /// pass reads what moved, not the whole tenant), or whole (`whole`: the first read, or
+    /// after a deletion).
     pub fn versions<E>(
         &mut self,
         tenant: &str,
-        read: impl FnOnce() -> Result<Versions, E>,
+        whole: impl FnOnce() -> Result<Versions, E>,
+        after: impl FnOnce(i64) -> Result<sng_store::Written, E>,
     ) -> Result<Arc<Versions>, E> {
         if let Some(v) = self.versions.get(tenant) {
             return Ok(v.clone());
         }
-        let v = Arc::new(read()?);
+        let advanced = match self.last.get(tenant) {
+            Some((old, max)) => {
+                let written = after(*max)?;
+                let top = written.changed.iter().map(|(_, rv)| *rv).max();
+                sng_store::advance_versions(old, written)
+                    .map(|(now, moved)| (old.clone(), now, moved, top.unwrap_or(*max).max(*max)))
+            }
+            None => None,
+        };
+        let (v, max) = match advanced {
+            Some((old, now, moved, max)) => {
+                let v = Arc::new(now);
+                self.delta.insert(tenant.to_string(), (old, moved));
+                (v, max)
+            }
+            None => {
+                let v = Arc::new(whole()?);
+                let max = v.values().copied().max().unwrap_or(0);
+                (v, max)
+            }
+        };
+        self.last.insert(tenant.to_string(), (v.clone(), max));
         self.versions.insert(tenant.to_string(), v.clone());
         Ok(v)
+    }
+
+    /// The keys that moved from `base` to the current versions of `tenant`, when they were
+    /// read from what was written since `base` (else: compare them, [`super::visit::moved`]).
+    pub fn moved_since(&self, tenant: &str, base: &Arc<Versions>) -> Option<&[(Kind, String)]> {
+        self.delta
+            .get(tenant)
+            .filter(|(b, _)| Arc::ptr_eq(b, base))
+            .map(|(_, m)| m.as_slice())
     }
 
     /// Forget the tenants not in `tenants`.
@@ -204,6 +247,8 @@ impl Memory {
         self.decided.retain(|t, _| tenants.contains(t));
         self.kept.retain(|t, _| tenants.contains(t));
         self.versions.retain(|t, _| tenants.contains(t));
+        self.last.retain(|t, _| tenants.contains(t));
+        self.delta.retain(|t, _| tenants.contains(t));
     }
 }
 

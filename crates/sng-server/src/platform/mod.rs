@@ -102,6 +102,9 @@ pub struct Stats {
     pub inits_reused: std::sync::atomic::AtomicU64,
     /// Workspaces looked at by reconcile passes since start (an idle pass looks at none).
     pub looked_at: std::sync::atomic::AtomicU64,
+    /// Times a pass read the versions of a tenant's objects whole (its first pass, after a
+    /// deletion); otherwise it reads only what was written since the last read.
+    pub versions_read_whole: std::sync::atomic::AtomicU64,
     /// Runs ended since start, by result.
     pub runs_by_result: Mutex<BTreeMap<String, u64>>,
     /// Durations of ended runs: (bucket upper bounds in seconds → count), sum, count.

@@ -61,31 +61,66 @@ pub fn plan(kept: Option<&BTreeMap<String, Option<String>>>, versions: &Versions
     Refresh::Patch { read, gone }
 }
 
+/// The refresh for the workspaces among `moved` (keys created, changed or deleted since the
+/// kept snapshot), given the versions now (pure).
+pub fn patch_of(moved: &[(Kind, String)], versions: &Versions) -> Refresh {
+    let mut read = vec![];
+    let mut gone = vec![];
+    for key in moved.iter().filter(|(kind, _)| *kind == Kind::Workspace) {
+        if versions.contains_key(key) {
+            read.push(key.1.clone());
+        } else {
+            gone.push(key.1.clone());
+        }
+    }
+    read.sort();
+    read.dedup();
+    gone.sort();
+    gone.dedup();
+    let workspaces = versions.keys().filter(|(k, _)| *k == Kind::Workspace);
+    if read.len() > 16 && read.len() * RELOAD_SHARE > workspaces.count().max(1) {
+        return Refresh::Reload;
+    }
+    Refresh::Patch { read, gone }
+}
+
 impl Snapshots {
-    /// The snapshot of `tenant` as of `versions`, reading only what changed since the last one,
-    /// and whether it is another one than the last (the same versions: the same snapshot,
-    /// nothing compared), and whether the edges of its graph moved (or it was read whole). When
-    /// no edge moved, the graph, cycles, children and depths are kept as they were.
+    /// The snapshot of `tenant` as of `versions`, reading only what changed since the last one
+    /// (`since`: the versions it was taken at and the keys that moved from them, when known;
+    /// else the versions are compared), whether workspaces may have gone (deleted, or the
+    /// tenant read whole), and whether the edges of its graph moved (or it was read whole).
+    /// When no edge moved, the graph, cycles, children and depths are kept as they were.
     pub fn load(
         &self,
         store: &Store,
         tenant: &str,
         versions: &Arc<Versions>,
+        since: Option<(&Arc<Versions>, &[super::memo::Key])>,
     ) -> Result<(Arc<Snapshot>, bool, bool), StoreError> {
         let mut all = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let mut known = None;
         if let Some((at, snap)) = all.get(tenant) {
             if Arc::ptr_eq(at, versions) {
                 return Ok((snap.clone(), false, false));
             }
+            known = since
+                .filter(|(base, _)| Arc::ptr_eq(at, base))
+                .map(|(_, moved)| patch_of(moved, versions));
         }
         let kept = all.remove(tenant).map(|(_, snap)| snap);
-        let seen = kept.as_ref().map(|s| {
-            s.workspaces
-                .iter()
-                .map(|(n, ws)| (n.clone(), ws.metadata.resource_version.clone()))
-                .collect::<BTreeMap<_, _>>()
-        });
-        let (snap, changed, edges) = match (plan(seen.as_ref(), versions), kept) {
+        let refresh = match (known, &kept) {
+            (Some(known), Some(_)) => known,
+            _ => {
+                let seen = kept.as_ref().map(|s| {
+                    s.workspaces
+                        .iter()
+                        .map(|(n, ws)| (n.clone(), ws.metadata.resource_version.clone()))
+                        .collect::<BTreeMap<_, _>>()
+                });
+                plan(seen.as_ref(), versions)
+            }
+        };
+        let (snap, shrunk, edges) = match (refresh, kept) {
             (Refresh::Patch { read, gone }, Some(kept)) if read.is_empty() && gone.is_empty() => {
                 (kept, false, false)
             }
@@ -93,11 +128,13 @@ impl Snapshots {
                 // The last pass is over: the snapshot is this cache's alone, taken, not copied.
                 let mut kept = Arc::try_unwrap(kept).unwrap_or_else(|shared| (*shared).clone());
                 let mut edges = false;
+                let mut shrunk = false;
                 let parents = |w: Option<&sng_api::workspace::Workspace>| {
                     w.map(super::parents_of).unwrap_or_default()
                 };
                 for name in gone {
                     let old = kept.workspaces.remove(&name);
+                    shrunk |= old.is_some();
                     edges |= !parents(old.as_deref()).is_empty();
                     kept.graph.remove(&name);
                 }
@@ -106,10 +143,8 @@ impl Snapshots {
                         Some(Object::Workspace(ws)) => Some(Arc::new(ws)),
                         _ => None,
                     };
-                    let (was, now) = (
-                        parents(kept.workspaces.get(&name).map(|w| &**w)),
-                        parents(new.as_deref()),
-                    );
+                    let was = parents(kept.workspaces.get(&name).map(|w| &**w));
+                    let now = parents(new.as_deref());
                     edges |= was != now;
                     match new {
                         Some(ws) => {
@@ -118,7 +153,7 @@ impl Snapshots {
                         }
                         None => {
                             kept.graph.remove(&name);
-                            kept.workspaces.remove(&name);
+                            shrunk |= kept.workspaces.remove(&name).is_some();
                         }
                     }
                 }
@@ -127,12 +162,12 @@ impl Snapshots {
                 } else {
                     kept
                 };
-                (Arc::new(snap), true, edges)
+                (Arc::new(snap), shrunk, edges)
             }
             _ => (Arc::new(Snapshot::load(store, tenant)?), true, true),
         };
         all.insert(tenant.to_string(), (versions.clone(), snap.clone()));
-        Ok((snap, changed, edges))
+        Ok((snap, shrunk, edges))
     }
 
     /// The last snapshot of `tenant`, as it was taken (maybe behind the store).
@@ -213,6 +248,48 @@ mod tests {
             ),
         ] {
             assert_eq!(plan(kept_now.as_ref(), &now), want);
+        }
+    }
+
+    #[test]
+    fn what_moved_is_read_again_without_comparing_the_tenant() {
+        let many: Vec<(String, i64)> = (0..100).map(|i| (format!("w{i:03}"), i)).collect();
+        let many: Vec<(&str, i64)> = many.iter().map(|(n, rv)| (n.as_str(), *rv)).collect();
+        let key = |k: Kind, n: &str| (k, n.to_string());
+        let patch = |read: &[&str], gone: &[&str]| Refresh::Patch {
+            read: read.iter().map(|s| s.to_string()).collect(),
+            gone: gone.iter().map(|s| s.to_string()).collect(),
+        };
+        let ws = Kind::Workspace;
+        let all_moved: Vec<(Kind, String)> = many.iter().map(|(n, _)| key(ws, n)).collect();
+        for (moved, now, want, why) in [
+            (vec![], versions(&many), patch(&[], &[]), "nothing moved"),
+            (
+                vec![key(Kind::Secret, "s")],
+                versions(&many),
+                patch(&[], &[]),
+                "a secret is no workspace",
+            ),
+            (
+                vec![key(ws, "w003"), key(ws, "w003")],
+                versions(&many),
+                patch(&["w003"], &[]),
+                "changed (once)",
+            ),
+            (
+                vec![key(ws, "w000")],
+                versions(&many[1..]),
+                patch(&[], &["w000"]),
+                "deleted",
+            ),
+            (
+                all_moved,
+                versions(&many),
+                Refresh::Reload,
+                "most of the tenant",
+            ),
+        ] {
+            assert_eq!(patch_of(&moved, &now), want, "{why}");
         }
     }
 }

@@ -97,15 +97,35 @@ impl Platform {
                 Some(_) => self.store.runs_since(&tenant, &hour_ago).unwrap_or(0),
                 None => 0,
             };
-            let versions = match memory.versions(&tenant, || self.store.object_versions(&tenant)) {
+            let versions = match memory.versions(
+                &tenant,
+                || {
+                    self.stats
+                        .versions_read_whole
+                        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    self.store.object_versions(&tenant)
+                },
+                |after| self.store.object_versions_after(&tenant, after),
+            ) {
                 Ok(v) => v,
                 Err(e) => {
                     tracing::error!(tenant, error = %e, "reconcile: cannot read object versions");
                     continue;
                 }
             };
-            let (snap, changed, edges_moved) =
-                match self.snapshots.load(&self.store, &tenant, &versions) {
+            // What moved since the last pass: from what was written since (a busy pass over a
+            // large tenant compares no whole maps), or by comparing the versions.
+            let last = memory.kept.get(&tenant).and_then(|k| k.versions.clone());
+            let moved_keys = match &last {
+                Some(old) if !Arc::ptr_eq(old, &versions) => memory
+                    .moved_since(&tenant, old)
+                    .map(<[_]>::to_vec)
+                    .unwrap_or_else(|| visit::moved(old, &versions)),
+                _ => vec![],
+            };
+            let since = last.as_ref().map(|old| (old, moved_keys.as_slice()));
+            let (snap, shrunk, edges_moved) =
+                match self.snapshots.load(&self.store, &tenant, &versions, since) {
                     Ok(s) => s,
                     Err(e) => {
                         tracing::error!(tenant, error = %e, "reconcile: cannot list workspaces");
@@ -140,7 +160,7 @@ impl Platform {
             let memo::Memory { decided, kept, .. } = &mut *memory;
             let decided = decided.entry(tenant.clone()).or_default();
             let kept = kept.entry(tenant.clone()).or_default();
-            if changed {
+            if shrunk {
                 self.inputs_cache
                     .retain(&tenant, |n| snap.workspaces.contains_key(n));
                 decided.retain(|n, _| snap.workspaces.contains_key(n));
@@ -153,10 +173,6 @@ impl Platform {
             let scope = {
                 {
                     let tags_digest = tags_digest(&tags);
-                    let moved_keys = match &kept.versions {
-                        Some(old) if !Arc::ptr_eq(old, &versions) => visit::moved(old, &versions),
-                        _ => vec![],
-                    };
                     let change = visit::Change {
                         kept,
                         now,
@@ -396,6 +412,7 @@ pub async fn reconcile_loop(platform: Arc<Platform>, stop: CancellationToken) {
         let pass_started = tokio::time::Instant::now();
         let (_due, next) = tokio::task::block_in_place(|| platform.reconcile_once());
         let pass_took = pass_started.elapsed();
+        tracing::debug!(took_us = pass_took.as_micros() as u64, "reconcile pass");
         platform
             .stats
             .passes
