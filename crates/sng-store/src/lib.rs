@@ -10,6 +10,7 @@ mod audit;
 mod audit_chain;
 mod audited;
 mod balance;
+mod checkpoint;
 mod copy;
 mod correlation;
 mod crypto;
@@ -93,6 +94,8 @@ pub struct Store {
     /// This store's id in the notifications it sends (PostgreSQL): its own are not counted
     /// twice.
     instance: String,
+    /// SQLite in a file: the thread that copies the log into the database.
+    checkpointer: Option<checkpoint::Checkpointer>,
 }
 
 enum Backend {
@@ -107,7 +110,24 @@ impl Store {
     /// rows of the previous scheme are re-sealed under the tenant keys here.
     pub fn open(path: &Path, key: &[u8; 32]) -> Result<Store> {
         let conn = Connection::open(path)?;
-        Self::init(conn, key)
+        let mut store = Self::init(conn, key)?;
+        store.checkpointer = Some(checkpoint::Checkpointer::start(path)?);
+        Ok(store)
+    }
+
+    /// Pages of the log copied into the database by the store's checkpoint thread (`None`:
+    /// no such thread, a store in memory or PostgreSQL).
+    pub fn checkpoint_pages_copied(&self) -> Option<u64> {
+        self.checkpointer.as_ref().map(|c| c.pages_copied())
+    }
+
+    /// The value of a SQLite pragma of the store's connection (`None` on PostgreSQL).
+    pub fn sqlite_pragma(&self, name: &str) -> Result<Option<i64>> {
+        let mut conn = self.conn()?;
+        match conn.sqlite() {
+            Some(c) => Ok(Some(c.pragma_query_value(None, name, |r| r.get(0))?)),
+            None => Ok(None),
+        }
     }
 
     /// A store in memory, for tests of logic above the store.
@@ -140,6 +160,8 @@ impl Store {
         conn.pragma_update(None, "journal_mode", "WAL")?;
         conn.pragma_update(None, "synchronous", "FULL")?;
         conn.pragma_update(None, "foreign_keys", "ON")?;
+        // Commits checkpoint only as a fallback: a thread does it ([`checkpoint`]).
+        conn.pragma_update(None, "wal_autocheckpoint", checkpoint::FALLBACK_PAGES)?;
         migrations::migrate(&mut conn)?;
         let store = Self::with_backend(Backend::Sqlite(Mutex::new(conn)), key);
         store.check_and_upgrade()?;
@@ -153,6 +175,7 @@ impl Store {
             changes: Arc::new(tokio::sync::watch::Sender::new(Default::default())),
             last_ended: Mutex::new(Default::default()),
             instance: uuid::Uuid::new_v4().simple().to_string(),
+            checkpointer: None,
         }
     }
 
