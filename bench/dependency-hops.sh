@@ -19,7 +19,8 @@
 #
 # Environment: BENCH_ITERATIONS (default 2), BENCH_IDLE (default 10000), BENCH_LINKS (default 20),
 # BENCH_SHAPE (chain or fanout), BENCH_FANOUT (default 200), SNG_BIN (skip the build), SNG_ENGINE,
-# SNG_DOCKER_REGISTRY, BENCH_KEEP=1.
+# SNG_DOCKER_REGISTRY, BENCH_KEEP=1, BENCH_STORE (sqlite, the default, or postgres: a fresh database
+# on the PostgreSQL of the tests, scripts/pg.sh).
 # Prints a Markdown report on stdout; progress goes to stderr.
 set -euo pipefail
 
@@ -43,6 +44,7 @@ check_tools
 pick_sng
 cleanup() {
   stop_server
+  [ -z "${PG_DB:-}" ] || pg_drop_db "$PG_DB"
   stop_registry
   remove_work
 }
@@ -218,6 +220,20 @@ start_registry
 push_module hop
 ENGINE_VERSION=$("$ENGINE" version 2>/dev/null | head -1 || true)
 LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
+STORE=${BENCH_STORE:-sqlite}
+case $STORE in
+  sqlite) ;;
+  postgres)
+    # A fresh database on the PostgreSQL of the tests (scripts/pg.sh), dropped at the end.
+    pg_start
+    PG_DB=sng_bench_hops_$$
+    pg_create_db "$PG_DB"
+    head -c 32 /dev/urandom >"$WORK/master.key"
+    chmod 600 "$WORK/master.key"
+    SERVER_ARGS+=(--database "$(pg_db_url "$PG_DB")" --master-key-file "$WORK/master.key")
+    ;;
+  *) die "BENCH_STORE must be sqlite or postgres, not $STORE" ;;
+esac
 start_server "$WORK/server"
 say "warm-up (not counted)"
 bare_chain warmup 0
@@ -247,7 +263,7 @@ for line in open(path):
     series, it, total, eng, hops = line.rstrip("\n").split("\t")
     rows.setdefault(series, []).append((int(total), int(eng), [] if hops == "-" else [int(h) for h in hops.split(",")]))
 cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
-print(f"Machine: {os.cpu_count()} CPUs, {cpu}; {datetime.datetime.now().astimezone():%Y-%m-%d %H:%M %Z}; engine {engine}; sng {desc}.")
+print(f"Machine: {os.cpu_count()} CPUs, {cpu}; {datetime.datetime.now().astimezone():%Y-%m-%d %H:%M %Z}; engine {engine}; sng {desc}; store {os.environ.get('BENCH_STORE', 'sqlite')}.")
 print(f"Load average (1, 5, 15 min) before: {load_before}; after: {load_after}. Server peak RSS (VmHWM): {int(rss)//1024} MB.")
 shape = os.environ.get("BENCH_SHAPE", "chain")
 what = f"A fan-out of 1 → {links}" if shape == "fanout" else f"A chain of {links} links"

@@ -12,7 +12,9 @@
 #            (default 0) real workspaces (bench/modules/hop) applied at once after that, the time
 #            until all have Succeeded and the peak RSS during it.
 #   pass     The reconcile pass bench (crates/sng-server/benches/reconcile_pass.rs) at each size
-#            (SNG_PASS_WORKSPACES): cold, warm (idle) and re-decided passes.
+#            (SNG_PASS_WORKSPACES): cold, warm (idle), busy (one workspace moved) and re-decided
+#            passes. With BENCH_STORE=postgres, on a fresh database of scripts/pg.sh's PostgreSQL
+#            (the hops too: bench/dependency-hops.sh reads BENCH_STORE).
 #   hops     bench/dependency-hops.sh: a chain of BENCH_CHAIN (default 50) and a fan-out of 1 →
 #            BENCH_FANOUT (default 200), each with 0 and BENCH_HOPS_IDLE (default 10000) idle
 #            workspaces, beside the bare engine in the same run; the server's peak RSS (VmHWM).
@@ -52,6 +54,7 @@ pick_sng
 cleanup() {
   stop_server
   stop_registry
+  [ -z "${PG_DB:-}" ] || pg_drop_db "$PG_DB"
   remove_work
 }
 make_work sng-scale
@@ -162,12 +165,20 @@ if has idle; then
 fi
 
 if has pass; then
-  echo "### One reconcile pass (\`cargo bench -p sng-server --bench reconcile_pass\`)"
+  echo "### One reconcile pass (\`cargo bench -p sng-server --bench reconcile_pass\`, store: ${BENCH_STORE:-sqlite})"
   echo
   echo '```'
   for n in $SIZES; do
     say "pass: $n workspaces"
+    if [ "${BENCH_STORE:-sqlite}" = postgres ]; then
+      pg_start
+      PG_DB=sng_bench_pass_$$
+      pg_create_db "$PG_DB"
+      export SNG_PASS_DATABASE
+      SNG_PASS_DATABASE=$(pg_db_url "$PG_DB")
+    fi
     SNG_PASS_WORKSPACES=$n cargo bench -q -p sng-server --bench reconcile_pass 2>/dev/null | grep -v '^$' || die "the pass bench failed at $n"
+    [ -z "${PG_DB:-}" ] || pg_drop_db "$PG_DB"
   done
   echo '```'
   echo

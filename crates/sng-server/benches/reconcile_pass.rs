@@ -4,7 +4,8 @@
 //! every pass did before inputs were kept between passes) beside a warm one (inputs known; the
 //! versions of the tenant's objects read once, the decisions of idle workspaces standing), and
 //! one where every workspace is decided again (its decisions forgotten, its inputs known).
-//! `cargo bench -p sng-server --bench reconcile_pass`.
+//! `cargo bench -p sng-server --bench reconcile_pass` (SNG_PASS_DATABASE: an empty PostgreSQL
+//! database instead of SQLite).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -32,7 +33,11 @@ fn main() {
         .unwrap_or(10_000);
     let dir = tempfile::tempdir().unwrap();
     let key = sng_store::Cipher::generate_key();
-    let store = Arc::new(Store::open(&dir.path().join("sng.db"), &key).unwrap());
+    // SNG_PASS_DATABASE: an empty PostgreSQL database instead of SQLite.
+    let store = Arc::new(match std::env::var("SNG_PASS_DATABASE") {
+        Ok(url) if !url.is_empty() => Store::connect(&url, &key).unwrap(),
+        _ => Store::open(&dir.path().join("sng.db"), &key).unwrap(),
+    });
     let mut objects = vec![
         doc(
             json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "prov"},
