@@ -77,6 +77,28 @@ impl Store {
             })
     }
 
+    /// The annotations of every object of a kind in a tenant, by name, without opening sealed
+    /// values nor decoding specs (the expiry of secrets).
+    pub fn annotations_of(
+        &self,
+        kind: Kind,
+        tenant: &str,
+    ) -> Result<Vec<(String, BTreeMap<String, String>)>> {
+        let rows: Vec<(String, String)> = self.conn()?.query_map(
+            "SELECT name, annotations FROM objects WHERE tenant = ?1 AND kind = ?2 ORDER BY name",
+            params![tenant, kind.as_str()],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )?;
+        rows.into_iter()
+            .map(|(name, a)| {
+                let a = serde_json::from_str(&a).map_err(|e| {
+                    StoreError::Corrupt(format!("{kind} `{name}` annotations: {e}"))
+                })?;
+                Ok((name, a))
+            })
+            .collect()
+    }
+
     /// The labels of an object, without opening its sealed values; `None` when it does not
     /// exist.
     pub fn object_labels(

@@ -12,6 +12,7 @@ use std::time::Duration;
 use serde_json::json;
 use sng_api::conditions::SECRET_EXPIRING;
 use sng_api::run::Reason;
+use sng_api::secret::EXPIRES_AT_ANNOTATION;
 use sng_api::workspace::Workspace;
 use sng_api::{Kind, Object};
 use sng_core::expiry::{self, Notice, Standing};
@@ -96,6 +97,18 @@ pub fn expired_secret(store: &Store, tenant: &str, ws: &Workspace, now: i64) -> 
 pub async fn expiry_loop(p: Arc<Platform>, stop: CancellationToken) {
     const WAKES: &[Topic] = &[Topic::Intent, Topic::Ended];
     let mut wakes = p.store.follow(WAKES);
+    // The first pass after the reconciler's first one, which decodes the workspaces this one
+    // then reads from its snapshot (a restart does not decode every workspace twice at once);
+    // after at most 30 s without one, on its own.
+    let started = std::time::Instant::now();
+    while p.stats.passes.load(std::sync::atomic::Ordering::Relaxed) == 0
+        && started.elapsed() < Duration::from_secs(30)
+    {
+        tokio::select! {
+            _ = tokio::time::sleep(Duration::from_millis(50)) => {}
+            _ = stop.cancelled() => return,
+        }
+    }
     loop {
         wakes.moved();
         let now = chrono::Utc::now().timestamp();
@@ -125,14 +138,15 @@ impl Platform {
         let mut counts = BTreeMap::new();
         for t in tenants {
             let tenant = t.meta().name.clone();
-            let Ok(secrets) = self.store.list(Kind::Secret, &tenant) else {
+            // The annotations only: no secret is opened.
+            let Ok(secrets) = self.store.annotations_of(Kind::Secret, &tenant) else {
                 continue;
             };
             let expiries: BTreeMap<String, i64> = secrets
-                .iter()
-                .filter_map(|o| match o {
-                    Object::Secret(s) => Some((s.metadata.name.clone(), s.expires_at().ok()??)),
-                    _ => None,
+                .into_iter()
+                .filter_map(|(name, a)| {
+                    let at = sng_api::secret::parse_expires_at(a.get(EXPIRES_AT_ANNOTATION));
+                    Some((name, at.ok()??))
                 })
                 .collect();
             let mut c = Counts::default();
@@ -145,11 +159,10 @@ impl Platform {
                 }
             }
             counts.insert(tenant.clone(), c);
-            let Ok(workspaces) = self.store.list(Kind::Workspace, &tenant) else {
+            let Some(workspaces) = self.workspaces_now(&tenant) else {
                 continue;
             };
-            for o in workspaces {
-                let Object::Workspace(ws) = o else { continue };
+            for ws in workspaces {
                 let warned = ws
                     .condition(SECRET_EXPIRING)
                     .is_some_and(|c| c.status == "True");
@@ -169,6 +182,44 @@ impl Platform {
         }
         *self.expiry.counts.lock().expect("lock") = counts;
         next
+    }
+
+    /// The workspaces of `tenant` as they are now: the reconciler's last snapshot with what was
+    /// written since read again (no whole tenant decoded on every wake), or, without one or
+    /// after a deletion, every workspace read.
+    fn workspaces_now(&self, tenant: &str) -> Option<Vec<Arc<Workspace>>> {
+        if let Some(now) = self.snapshots.taken(tenant).and_then(|(versions, snap)| {
+            let max = versions.values().copied().max().unwrap_or(0);
+            let written = self.store.object_versions_after(tenant, max).ok()?;
+            let moved: Vec<String> = written
+                .changed
+                .iter()
+                .filter(|((kind, _), _)| *kind == Kind::Workspace)
+                .map(|((_, name), _)| name.clone())
+                .collect();
+            // A deletion since the snapshot: read whole.
+            sng_store::advance_versions(&versions, written)?;
+            let mut now = snap.workspaces.clone();
+            for name in moved {
+                match self.store.get(Kind::Workspace, tenant, &name).ok()? {
+                    Some(Object::Workspace(ws)) => now.insert(name, Arc::new(ws)),
+                    _ => now.remove(&name),
+                };
+            }
+            Some(now.into_values().collect())
+        }) {
+            return Some(now);
+        }
+        let listed = self.store.list(Kind::Workspace, tenant).ok()?;
+        Some(
+            listed
+                .into_iter()
+                .filter_map(|o| match o {
+                    Object::Workspace(ws) => Some(Arc::new(ws)),
+                    _ => None,
+                })
+                .collect(),
+        )
     }
 
     /// The condition `SecretExpiring` of a workspace: True while a secret it cites expires

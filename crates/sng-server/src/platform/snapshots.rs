@@ -176,6 +176,12 @@ impl Snapshots {
         all.get(tenant).map(|(_, s)| s.clone())
     }
 
+    /// The last snapshot of `tenant` with the versions it was taken at.
+    pub fn taken(&self, tenant: &str) -> Option<(Arc<Versions>, Arc<Snapshot>)> {
+        let all = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        all.get(tenant).cloned()
+    }
+
     /// Forget the tenants not in `tenants` (deleted ones).
     pub fn retain(&self, tenants: &[String]) {
         self.0
