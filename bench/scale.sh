@@ -3,8 +3,9 @@
 #
 #   idle     For each size of BENCH_SIZES (default "1000 10000 50000"): a fresh server (SQLite, the
 #            real engine) gets that many suspended workspaces (never run) through the API, 1,000
-#            per request; once its reconcile passes have settled (`reconcilePasses` unchanged for
-#            3 s), its resident memory (VmRSS) and its CPU time (utime+stime, /proc) over
+#            per request; once its reconcile passes have settled (`reconcilePasses` unchanged and
+#            under 5 % of a core for 3 s), its resident memory (VmRSS) and its CPU time
+#            (utime+stime, /proc) over
 #            BENCH_IDLE_WINDOW seconds (default 20) of idleness, scaled to a minute; then the
 #            listings, from the stored bytes: a page of 500 (`?limit=500`, curl, median of 5), the
 #            whole listing in one answer (no limit: streamed, median of 3) and `sng get ws` (pages
@@ -71,12 +72,18 @@ passes() {
   curl -fsS -H "Authorization: Bearer $SNG_TOKEN" "$SNG_SERVER/api/v1/stats" |
     python3 -c 'import json,sys; print(json.load(sys.stdin)["reconcilePasses"])'
 }
-# settle: wait until reconcilePasses has not moved for 3 s (checked every second).
+# settle: wait until reconcilePasses has not moved for 3 s and the server used under 5 % of a
+# core in each of those seconds (checked every second): a pass under way, which can last many
+# seconds at 50,000 workspaces, moves no counter until it ends, but uses CPU.
 settle() {
-  local last=-1 same=0 now
+  local last=-1 same=0 now t0 t1 busy
+  cpu_ticks "$SERVER_PID" t0
   while [ $same -lt 3 ]; do
     now=$(passes)
-    if [ "$now" = "$last" ]; then same=$((same + 1)); else same=0; last=$now; fi
+    cpu_ticks "$SERVER_PID" t1
+    busy=$(((t1 - t0) * 100 / CLK_TCK))
+    t0=$t1
+    if [ "$now" = "$last" ] && [ "$busy" -lt 5 ]; then same=$((same + 1)); else same=0; last=$now; fi
     sleep 1 # a sampling period of the condition above, not a synchronisation
   done
 }
