@@ -12,7 +12,7 @@ use std::time::Duration;
 use serde_json::json;
 use sng_api::conditions::SECRET_EXPIRING;
 use sng_api::run::Reason;
-use sng_api::secret::EXPIRES_AT_ANNOTATION;
+use sng_api::secret::{parse_expires_at, EXPIRES_AT_ANNOTATION};
 use sng_api::workspace::Workspace;
 use sng_api::{Kind, Object};
 use sng_core::expiry::{self, Notice, Standing};
@@ -145,7 +145,7 @@ impl Platform {
             let expiries: BTreeMap<String, i64> = secrets
                 .into_iter()
                 .filter_map(|(name, a)| {
-                    let at = sng_api::secret::parse_expires_at(a.get(EXPIRES_AT_ANNOTATION));
+                    let at = parse_expires_at(a.get(EXPIRES_AT_ANNOTATION));
                     Some((name, at.ok()??))
                 })
                 .collect();

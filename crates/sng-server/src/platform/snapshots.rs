@@ -172,8 +172,7 @@ impl Snapshots {
 
     /// The last snapshot of `tenant`, as it was taken (maybe behind the store).
     pub fn kept(&self, tenant: &str) -> Option<Arc<Snapshot>> {
-        let all = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        all.get(tenant).map(|(_, s)| s.clone())
+        self.taken(tenant).map(|(_, s)| s)
     }
 
     /// The last snapshot of `tenant` with the versions it was taken at.
