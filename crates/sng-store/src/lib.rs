@@ -72,7 +72,7 @@ pub use sng_core::ports::Topic;
 pub use state::{state_meta, LockOutcome, StateLock, StateVersion, WriteOutcome};
 pub use tokens::{Principal, Role, TokenCheck, TokenInfo};
 pub use turns::{turn_key, Turn};
-pub use versions::{advance as advance_versions, Versions, Written};
+pub use versions::{advance as advance_versions, LabelsByName, Versions, Written};
 
 /// Result of store operations.
 pub type Result<T, E = StoreError> = std::result::Result<T, E>;

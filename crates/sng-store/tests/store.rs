@@ -259,3 +259,90 @@ fn counting_a_tenants_recent_runs_uses_an_index() {
         "{plan:?}"
     );
 }
+
+/// What a wide pass reads in one statement each is what it would read one by one.
+#[test]
+fn the_last_runs_and_labels_of_a_tenant_read_at_once_are_those_read_one_by_one() {
+    use sng_store::RunRecord;
+    sng_store::testing::on_sqlite_and_postgres(|s| {
+        let run = |id: &str, ws: &str, phase: &str, at: &str| RunRecord {
+            id: id.into(),
+            tenant: "default".into(),
+            workspace: ws.into(),
+            phase: phase.parse().unwrap(),
+            created_at: at.into(),
+            ..RunRecord::default()
+        };
+        s.apply(
+            "default",
+            vec![ws("a", "1"), ws("b", "1"), ws("c", "1")],
+            false,
+        )
+        .unwrap();
+        s.run_put(&run("r1", "a", "Succeeded", "2026-01-01T00:00:01Z"))
+            .unwrap();
+        s.run_put(&run("r2", "a", "Failed", "2026-01-01T00:00:02Z"))
+            .unwrap();
+        s.run_put(&run("r3", "a", "Running", "2026-01-01T00:00:03Z"))
+            .unwrap();
+        s.run_put(&run("r4", "b", "Queued", "2026-01-01T00:00:04Z"))
+            .unwrap();
+        s.run_put(&run("r5", "gone", "Succeeded", "2026-01-01T00:00:05Z"))
+            .unwrap();
+        let all = s.last_ended_runs("default").unwrap();
+        let ids: std::collections::BTreeMap<&str, Option<&str>> = all
+            .iter()
+            .map(|(n, r)| (n.as_str(), r.as_ref().map(|r| r.id.as_str())))
+            .collect();
+        assert_eq!(
+            ids,
+            [("a", Some("r2")), ("b", None), ("c", None)].into(),
+            "every workspace, its newest ended run"
+        );
+        for name in ["a", "b", "c"] {
+            assert_eq!(
+                all[name].as_ref().map(|r| &r.id),
+                s.last_ended_run("default", name)
+                    .unwrap()
+                    .as_ref()
+                    .map(|r| &r.id),
+                "{name}"
+            );
+        }
+        assert!(s.last_ended_runs("other").unwrap().is_empty());
+
+        let secret = |name: &str, owner: Option<&str>| {
+            let mut meta = json!({"name": name});
+            if let Some(o) = owner {
+                meta["labels"] = json!({"tofu.stackngo.io/outputs-of": o});
+            }
+            decode(
+                &json!({"apiVersion": "v1", "kind": "Secret", "metadata": meta,
+                        "stringData": {"k": "v"}}),
+                1,
+            )
+            .unwrap()
+        };
+        s.apply(
+            "default",
+            vec![secret("s1", Some("a")), secret("s2", None)],
+            false,
+        )
+        .unwrap();
+        let labels = s.labels_of(Kind::Secret, "default").unwrap();
+        assert_eq!(labels.len(), 2);
+        for name in ["s1", "s2"] {
+            let (v, l) = &labels[name];
+            assert_eq!(
+                Some(l),
+                s.object_labels(Kind::Secret, "default", name)
+                    .unwrap()
+                    .as_ref()
+            );
+            assert_eq!(
+                Some(*v),
+                s.object_version(Kind::Secret, "default", name).unwrap()
+            );
+        }
+    });
+}

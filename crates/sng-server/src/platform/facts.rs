@@ -18,6 +18,7 @@ use std::sync::Mutex;
 use sng_store::Versions;
 
 use super::inputs::{gather_noting, Inputs, Reads};
+use super::reads::PassReads;
 
 /// The workspaces of one tenant and their graph.
 #[derive(Debug, Clone)]
@@ -156,11 +157,18 @@ fn hash_of_parts(digest: &BTreeMap<String, String>) -> String {
 }
 
 /// Hash of a parent's outputs secret (what `status.dependencies[].outputsHash` shows).
-fn outputs_hash(store: &Store, tenant: &str, parent: &Workspace) -> Option<String> {
-    match store
-        .get(Kind::Secret, tenant, &parent.outputs_secret_name())
-        .ok()??
-    {
+fn outputs_hash(
+    store: &Store,
+    tenant: &str,
+    parent: &Workspace,
+    pass: Option<&PassReads<'_>>,
+) -> Option<String> {
+    let name = parent.outputs_secret_name();
+    let secret = match pass {
+        Some(p) => p.get(Kind::Secret, &name),
+        None => store.get(Kind::Secret, tenant, &name),
+    };
+    match secret.ok()?? {
         Object::Secret(mut s) => {
             s.normalize();
             let text = serde_json::to_string(&s.data).ok()?;
@@ -180,7 +188,7 @@ fn inputs_of(
     tenant: &str,
     ws: &Workspace,
 ) -> ((String, Option<(Reason, String)>), Reads) {
-    let (answer, reads, _) = inputs_and_parts(store, tenant, ws);
+    let (answer, reads, _) = inputs_and_parts(store, tenant, ws, None);
     (answer, reads)
 }
 
@@ -188,20 +196,28 @@ fn inputs_of(
 type Answer = (String, Option<(Reason, String)>);
 
 /// [`inputs_of`], with the hash of each part of the inputs ([`inputs_digest`]) when gathered.
-fn inputs_and_parts(
-    store: &Store,
+fn inputs_and_parts<'a>(
+    store: &'a Store,
     tenant: &str,
     ws: &Workspace,
+    pass: Option<&'a PassReads<'a>>,
 ) -> (Answer, Reads, Option<BTreeMap<String, String>>) {
-    let (gathered, reads) = gather_noting(store, tenant, ws);
+    let (gathered, reads) = gather_noting(store, tenant, ws, pass);
     let (inputs, problem) = match gathered {
         Ok(i) => (Some(i), None),
         Err(e) => (None, Some(e.reason_and_message())),
     };
     // Checked before any run: nothing is applied into a conflict over the outputs secret.
     let problem = problem.or_else(|| {
-        super::record::outputs_conflict(store, tenant, ws)
-            .map(|m| (Reason::OutputsSecretConflict, m))
+        let conflict = match pass {
+            Some(p) => p
+                .secret_labels(&ws.outputs_secret_name())
+                .ok()
+                .flatten()
+                .and_then(|labels| super::record::conflict_of(ws, &labels)),
+            None => super::record::outputs_conflict(store, tenant, ws),
+        };
+        conflict.map(|m| (Reason::OutputsSecretConflict, m))
     });
     let parts = inputs.as_ref().map(|i| inputs_digest(ws, i));
     let hash = parts.as_ref().map(hash_of_parts).unwrap_or_default();
@@ -216,6 +232,8 @@ pub struct PassView<'a> {
     pub versions: &'a Versions,
     /// The tenant's followed module tags, as last resolved.
     pub tags: &'a HashMap<sng_store::TagKey, sng_store::ModuleTag>,
+    /// What the pass read of the store, read once (none: everything read as of now).
+    pub reads: Option<&'a PassReads<'a>>,
 }
 
 /// What passes know of the inputs of each workspace, kept between passes: they are gathered
@@ -261,12 +279,13 @@ impl InputsCache {
             })
     }
 
-    fn inputs(
+    fn inputs<'a>(
         &self,
-        store: &Store,
+        store: &'a Store,
         tenant: &str,
         ws: &Workspace,
         versions: &Versions,
+        pass: Option<&'a PassReads<'a>>,
     ) -> (String, Option<(Reason, String)>) {
         let key = (tenant.to_string(), ws.metadata.name.clone());
         let now = |k: &(Kind, String)| versions.get(k).copied();
@@ -275,7 +294,7 @@ impl InputsCache {
                 return c.answer.clone();
             }
         }
-        let (answer, reads, parts) = inputs_and_parts(store, tenant, ws);
+        let (answer, reads, parts) = inputs_and_parts(store, tenant, ws, pass);
         // A store that could not answer is asked again next pass.
         if answer
             .1
@@ -376,6 +395,7 @@ impl InputsCache {
         tenant: &str,
         parent: &Workspace,
         versions: &Versions,
+        pass: Option<&PassReads<'_>>,
     ) -> Option<String> {
         let name = parent.outputs_secret_name();
         let version = versions.get(&(Kind::Secret, name.clone())).copied()?;
@@ -385,7 +405,7 @@ impl InputsCache {
                 return h.clone();
             }
         }
-        let h = outputs_hash(store, tenant, parent);
+        let h = outputs_hash(store, tenant, parent, pass);
         self.outputs
             .lock()
             .expect("lock")
@@ -471,14 +491,14 @@ pub fn observe(
             name: pname.clone(),
             ready,
             outputs_hash: parent.and_then(|p| match view {
-                Some(v) => v.cache.outputs_hash(store, tenant, p, v.versions),
-                None => outputs_hash(store, tenant, p),
+                Some(v) => v.cache.outputs_hash(store, tenant, p, v.versions, v.reads),
+                None => outputs_hash(store, tenant, p, None),
             }),
         });
     }
     let children: Vec<String> = snap.children_of.get(name).cloned().unwrap_or_default();
     let (hash, problem) = match view {
-        Some(v) => v.cache.inputs(store, tenant, ws, v.versions),
+        Some(v) => v.cache.inputs(store, tenant, ws, v.versions, v.reads),
         None => inputs_of(store, tenant, ws).0,
     };
     // The digest a followed tag points at is an input too.
@@ -488,7 +508,12 @@ pub fn observe(
             .and_then(|_| super::tags::followed_digest(&store.module_tags(tenant).ok()?, ws)),
     };
     let hash = super::tags::with_module(&hash, digest.as_deref());
-    let last = store.last_ended_run(tenant, name).ok().flatten();
+    let last = match view.and_then(|v| v.reads) {
+        Some(p) => p.last_ended_run(name),
+        None => store.last_ended_run(tenant, name),
+    }
+    .ok()
+    .flatten();
     let last_run = last.as_ref().map(|r| LastRun {
         inputs_hash: r.inputs_hash.clone().unwrap_or_default(),
         failed: matches!(r.phase, RunPhase::Failed | RunPhase::StateLocked)

@@ -159,6 +159,8 @@ pub type Reads = BTreeSet<(Kind, String)>;
 /// The store as a gathering reads it: every object read is noted.
 struct Src<'a> {
     store: &'a Store,
+    /// The pass's reads (objects as of its versions, read once), when a pass gathers.
+    pass: Option<&'a super::reads::PassReads<'a>>,
     reads: RefCell<Reads>,
 }
 
@@ -169,7 +171,10 @@ impl Src<'_> {
 
     fn get(&self, kind: Kind, tenant: &str, name: &str) -> Result<Option<Object>, StoreError> {
         self.note(kind, name);
-        self.store.get(kind, tenant, name)
+        match self.pass {
+            Some(p) => p.get(kind, name),
+            None => self.store.get(kind, tenant, name),
+        }
     }
 
     fn secret_previous_values(
@@ -179,24 +184,29 @@ impl Src<'_> {
         key: &str,
     ) -> Result<Vec<String>, StoreError> {
         self.note(Kind::Secret, name);
-        self.store.secret_previous_values(tenant, name, key)
+        match self.pass {
+            Some(p) => p.secret_previous_values(name, key),
+            None => self.store.secret_previous_values(tenant, name, key),
+        }
     }
 }
 
 /// Gather the inputs of a workspace's run.
 pub fn gather(store: &Store, tenant: &str, ws: &Workspace) -> Result<Inputs, InputError> {
-    gather_noting(store, tenant, ws).0
+    gather_noting(store, tenant, ws, None).0
 }
 
 /// Gather the inputs of a workspace's run, and say which objects were read (also on failure:
 /// a missing secret is read too, and its creation changes the answer).
-pub fn gather_noting(
-    store: &Store,
+pub fn gather_noting<'a>(
+    store: &'a Store,
     tenant: &str,
     ws: &Workspace,
+    pass: Option<&'a super::reads::PassReads<'a>>,
 ) -> (Result<Inputs, InputError>, Reads) {
     let src = Src {
         store,
+        pass,
         reads: RefCell::default(),
     };
     let out = gather_from(&src, tenant, ws);

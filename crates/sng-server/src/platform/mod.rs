@@ -16,6 +16,7 @@ pub(crate) mod policy;
 pub mod pools;
 mod prepare;
 pub(crate) mod priority;
+pub mod reads;
 mod record;
 pub mod remote;
 pub mod reporter;
@@ -36,6 +37,7 @@ use sng_store::Store;
 
 pub use facts::{observe, parents_of, InputsCache, PassView, Snapshot};
 pub use finalize::{finalize, mark_interrupted};
+pub use reads::PassReads;
 pub use worker::{
     run_workspace, OUTPUTS_OWNER_LABEL, ROLLBACK_ANNOTATION, SENSITIVE_OUTPUTS_ANNOTATION,
 };

@@ -177,6 +177,12 @@ pub fn outputs_conflict(store: &Store, tenant: &str, ws: &Workspace) -> Option<S
     let labels = store
         .object_labels(sng_api::Kind::Secret, tenant, &name)
         .ok()??;
+    conflict_of(ws, &labels)
+}
+
+/// The conflict over the outputs secret of `ws`, whose labels are `labels` (pure).
+pub fn conflict_of(ws: &Workspace, labels: &BTreeMap<String, String>) -> Option<String> {
+    let name = ws.outputs_secret_name();
     let owner = labels.get(OUTPUTS_OWNER_LABEL);
     if owner == Some(&ws.metadata.name) {
         return None;

@@ -73,7 +73,12 @@ impl Extra<'_> {
         {
             return None;
         }
-        let observed = self.observe(store, tenant, snap, &fresh, now, view);
+        // Everything read as of now (not as the pass read it at its start).
+        let view = PassView {
+            reads: None,
+            ..*view
+        };
+        let observed = self.observe(store, tenant, snap, &fresh, now, &view);
         Some((fresh, observed))
     }
 }

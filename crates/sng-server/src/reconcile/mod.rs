@@ -16,6 +16,7 @@ use crate::platform::agent::enqueue_with;
 use crate::platform::facts::PassView;
 use crate::platform::memo::{self, Moved, Seen, Verdict};
 use crate::platform::priority;
+use crate::platform::reads::{PassReads, WIDE};
 use crate::platform::status::observe_into_status;
 use crate::platform::{finalize, visit, Platform};
 
@@ -152,11 +153,6 @@ impl Platform {
                     continue;
                 }
             };
-            let view = PassView {
-                cache: &self.inputs_cache,
-                versions: &versions,
-                tags: &tags,
-            };
             let memo::Memory { decided, kept, .. } = &mut *memory;
             let decided = decided.entry(tenant.clone()).or_default();
             let kept = kept.entry(tenant.clone()).or_default();
@@ -216,6 +212,14 @@ impl Platform {
             self.stats
                 .looked_at
                 .fetch_add(names.len() as u64, std::sync::atomic::Ordering::Relaxed);
+            // What the pass reads of the store, read once; in bulk when it looks at many.
+            let reads = PassReads::new(&self.store, &tenant, &versions, names.len() >= WIDE);
+            let view = PassView {
+                cache: &self.inputs_cache,
+                versions: &versions,
+                tags: &tags,
+                reads: Some(&reads),
+            };
             for name in names {
                 let ws = &snap.workspaces[name];
                 kept.revisit.remove(name);
@@ -239,7 +243,7 @@ impl Platform {
                     Verdict::Same => true,
                     Verdict::Decide => false,
                     Verdict::CheckLastRun => {
-                        let last = self.store.last_ended_run(&tenant, name);
+                        let last = reads.last_ended_run(name);
                         last.ok().map(|r| r.map(|r| r.id)) == seen.map(|s| s.last_run.clone())
                     }
                 };

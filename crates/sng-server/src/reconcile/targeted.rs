@@ -129,6 +129,7 @@ impl Platform {
             cache: &self.inputs_cache,
             versions: &versions,
             tags,
+            reads: None,
         };
         let runs_quota = quotas.runs_per_hour.map(|per_hour| {
             let hour_ago = chrono::DateTime::from_timestamp(now - 3600, 0)
