@@ -38,7 +38,9 @@
 # SNG_DOCKER_REGISTRY (default /usr/bin/docker-registry), BENCH_SNG_LOG (server log filter,
 # default info), BENCH_KEEP=1 keeps the temporary directory (data dirs and server logs),
 # BENCH_CGROUP=0 turns off the CPU accounting below, BENCH_MAX_CONCURRENT_RUNS=N passes
-# --max-concurrent-runs N to the servers (an experiment: the targets are for the default).
+# --max-concurrent-runs N to the servers (an experiment: the targets are for the default),
+# BENCH_STORE (sqlite, the default, or postgres: the servers share a fresh database of
+# scripts/pg.sh's PostgreSQL, dropped at the end).
 #
 # CPU accounting: when the cgroup-v1 cpuacct hierarchy is writable (root), each measured group of
 # processes (a server and everything it starts: bwrap, engines; the bare runs) is moved into its
@@ -90,6 +92,7 @@ cleanup() {
   stop_server
   stop_registry
   for p in "${CGROUPS[@]}"; do cg_remove "$p"; done
+  [ -z "${PG_DB:-}" ] || pg_drop_db "$PG_DB"
   remove_work
 }
 # Results: KEY<TAB>VALUE lines, read by the report at the end.
@@ -213,8 +216,15 @@ workspaces() {
 }
 
 # store_runs DATA_DIR PREFIX KEY: count the runs of PREFIX* workspaces in the store (read-only),
-# by phase, and the engine step sums; recorded under KEY.
+# by phase, and the engine step sums; recorded under KEY. On PostgreSQL: the runs by phase.
 store_runs() {
+  if [ -n "${PG_DB:-}" ]; then
+    pg_sql "$PG_DB" "SELECT phase, COUNT(*) FROM runs WHERE workspace LIKE '$2%' GROUP BY phase ORDER BY phase" |
+      python3 -c 'import sys; rows=[l.strip().split("|") for l in sys.stdin if l.strip()]
+print(f"{sys.argv[1]}.runs\t{sum(int(n) for _, n in rows)}")
+print(f"{sys.argv[1]}.phases\t" + ",".join(f"{p}={n}" for p, n in rows))' "$3" >>"$RESULTS"
+    return
+  fi
   python3 - "$1/sng.db" "$2" "$3" >>"$RESULTS" <<'EOF'
 import json, sqlite3, sys, statistics
 db, prefix, key = sys.argv[1:4]
@@ -254,12 +264,26 @@ bare_run() {
   rm -rf "$root"
 }
 
+case ${BENCH_STORE:-sqlite} in
+  sqlite) ;;
+  postgres)
+    pg_start
+    PG_DB=sng_bench_restart_$$
+    pg_create_db "$PG_DB"
+    head -c 32 /dev/urandom >"$WORK/master.key"
+    chmod 600 "$WORK/master.key"
+    SERVER_ARGS+=(--database "$(pg_db_url "$PG_DB")" --master-key-file "$WORK/master.key")
+    ;;
+  *) die "BENCH_STORE must be sqlite or postgres, not $BENCH_STORE" ;;
+esac
+
 # =================================================================================================
 say "registry"
 start_registry
 push_module pet
 put engine "$("$ENGINE" version 2>/dev/null | head -1 || true)"
 put load_before "$(cut -d' ' -f1-3 /proc/loadavg)"
+put store "${BENCH_STORE:-sqlite}"
 
 say "warm-up of the engine (not counted)"
 bare_run "$WORK/bare-warmup" >/dev/null || die "bare warm-up run failed"
@@ -519,7 +543,7 @@ def verdict(ok):
 cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
 mem = next((int(l.split()[1]) for l in open("/proc/meminfo") if l.startswith("MemTotal")), 0)
 print(f"Machine: {os.cpu_count()} CPUs (`nproc` = {cores}), {cpu}, {mem / 2**20:.0f} GiB RAM; "
-      f"{datetime.datetime.now().astimezone():%Y-%m-%d %H:%M %Z}; engine {r['engine']}; {sng_version} ({commit}).")
+      f"{datetime.datetime.now().astimezone():%Y-%m-%d %H:%M %Z}; engine {r['engine']}; {sng_version} ({commit}); store {r.get('store', 'sqlite')}.")
 print(f"Load average (1, 5, 15 min) before: {r['load_before']}; after: {r['load_after']}.")
 print()
 targets = []

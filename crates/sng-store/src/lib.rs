@@ -66,7 +66,7 @@ pub use objects::{
 pub use pg::redact as redact_url;
 pub use quarantine::{Quarantine, QuarantineEntry, QuarantineReason};
 pub use retention::VersionsCursor;
-pub use runs::{Decision, RunPosition, RunRecord, RunToken};
+pub use runs::{Decision, EndedRun, RunPosition, RunRecord, RunToken};
 pub use sng_core::ports::LogRead;
 pub use sng_core::ports::Topic;
 pub use state::{state_meta, LockOutcome, StateLock, StateVersion, WriteOutcome};

@@ -72,13 +72,66 @@ pub(crate) fn run_of_plan(
         .transpose()
 }
 
+/// The stored record of the newest ended run of a workspace.
+fn last_ended_record(conn: &dyn Exec, tenant: &str, workspace: &str) -> Result<Option<String>> {
+    conn.query_opt(
+        "SELECT record FROM runs WHERE tenant = ?1 AND workspace = ?2 AND phase NOT IN ('Queued', 'Running') ORDER BY created_at DESC, rowid DESC LIMIT 1",
+        params![tenant, workspace],
+        |r| r.get(0),
+    )
+}
+
 pub use sng_core::ports::runs::RunPosition;
 pub use sng_core::ports::tokens::RunToken;
 
+/// What the reconciler reads of a workspace's newest ended run on every pass: the record
+/// without its spec, plan, policies, steps and decisions (what is kept in memory for each of
+/// thousands of workspaces: about 200 bytes instead of kilobytes). Read straight from the
+/// stored record (the rest is skipped, not decoded).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EndedRun {
+    /// The run's id.
+    pub id: String,
+    /// What it ran.
+    pub operation: sng_api::run::Operation,
+    /// How it ended.
+    pub phase: sng_api::run::RunPhase,
+    /// Why, when it did not succeed.
+    #[serde(default)]
+    pub reason: Option<sng_api::run::Reason>,
+    /// The inputs hash it ran with.
+    #[serde(default)]
+    pub inputs_hash: Option<String>,
+    /// A plan with `varsFrom[].default` values standing in for parents' outputs.
+    #[serde(default)]
+    pub planned_with_defaults: bool,
+    /// When it ended (RFC 3339).
+    #[serde(default)]
+    pub finished_at: Option<String>,
+}
+
+impl From<&RunRecord> for EndedRun {
+    fn from(r: &RunRecord) -> EndedRun {
+        EndedRun {
+            id: r.id.clone(),
+            operation: r.operation,
+            phase: r.phase,
+            reason: r.reason.clone(),
+            inputs_hash: r.inputs_hash.clone(),
+            planned_with_defaults: r.planned_with_defaults,
+            finished_at: r.finished_at.clone(),
+        }
+    }
+}
+
+fn ended_of(record: &str) -> Result<EndedRun> {
+    serde_json::from_str(record).map_err(|e| StoreError::Corrupt(format!("run: {e}")))
+}
+
 /// Newest ended run by (tenant, workspace); `None` cached too (never ran). Boxed: most
-/// entries are `None` (a workspace never run), and a record inline would make each of them as
-/// large as a record.
-pub(crate) type LastEnded = std::collections::HashMap<(String, String), Option<Box<RunRecord>>>;
+/// entries are `None` (a workspace never run).
+pub(crate) type LastEnded = std::collections::HashMap<(String, String), Option<Box<EndedRun>>>;
 
 /// Workspaces whose newest ended run is kept in memory (beyond: the cache starts over).
 const LAST_ENDED_MAX: usize = 100_000;
@@ -219,8 +272,16 @@ impl Store {
             .next())
     }
 
-    /// The newest run of a workspace that ended (cached: the reconciler asks on every pass).
+    /// The newest run of a workspace that ended, whole (read now).
     pub fn last_ended_run(&self, tenant: &str, workspace: &str) -> Result<Option<RunRecord>> {
+        last_ended_record(&self.conn()?, tenant, workspace)?
+            .map(|r| serde_json::from_str(&r).map_err(|e| StoreError::Corrupt(format!("run: {e}"))))
+            .transpose()
+    }
+
+    /// What the reconciler reads of the newest run of a workspace that ended (cached: it asks
+    /// on every pass).
+    pub fn last_ended(&self, tenant: &str, workspace: &str) -> Result<Option<EndedRun>> {
         let key = (tenant.to_string(), workspace.to_string());
         // Shared with other processes (PostgreSQL): they write runs too, so it is always read.
         let cached = !self.shared();
@@ -229,13 +290,8 @@ impl Store {
         }
         // Read and fill under the connection lock, which every write of runs takes too.
         let conn = self.conn()?;
-        let rec: Option<String> = conn.query_opt(
-            "SELECT record FROM runs WHERE tenant = ?1 AND workspace = ?2 AND phase NOT IN ('Queued', 'Running') ORDER BY created_at DESC, rowid DESC LIMIT 1",
-            params![tenant, workspace],
-            |r| r.get(0),
-        )?;
-        let run: Option<RunRecord> = rec
-            .map(|r| serde_json::from_str(&r).map_err(|e| StoreError::Corrupt(format!("run: {e}"))))
+        let run = last_ended_record(&conn, tenant, workspace)?
+            .map(|r| ended_of(&r))
             .transpose()?;
         if !cached {
             return Ok(run);
@@ -256,7 +312,7 @@ impl Store {
     pub fn last_ended_runs(
         &self,
         tenant: &str,
-    ) -> Result<std::collections::HashMap<String, Option<RunRecord>>> {
+    ) -> Result<std::collections::HashMap<String, Option<EndedRun>>> {
         let rows: Vec<(String, Option<String>)> = self.conn()?.query_map(
             "SELECT o.name, (SELECT r.record FROM runs r
                               WHERE r.tenant = o.tenant AND r.workspace = o.name
@@ -267,15 +323,7 @@ impl Store {
             |r| Ok((r.get(0)?, r.get(1)?)),
         )?;
         rows.into_iter()
-            .map(|(name, rec)| {
-                let run = rec
-                    .map(|r| {
-                        serde_json::from_str(&r)
-                            .map_err(|e| StoreError::Corrupt(format!("run: {e}")))
-                    })
-                    .transpose()?;
-                Ok((name, run))
-            })
+            .map(|(name, rec)| Ok((name, rec.map(|r| ended_of(&r)).transpose()?)))
             .collect()
     }
 
@@ -359,5 +407,33 @@ impl Store {
             None => self.conn()?.execute("DELETE FROM run_tokens", params![])?,
         };
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What is read of a stored record is what the record says (the rest skipped).
+    #[test]
+    fn an_ended_run_is_read_straight_from_the_stored_record() {
+        let run = RunRecord {
+            id: "run-1".into(),
+            phase: "Interrupted".parse().unwrap(),
+            reason: Some(sng_api::run::Reason::Stopped),
+            inputs_hash: Some("sha256:ab".into()),
+            planned_with_defaults: true,
+            finished_at: Some("2026-12-01T00:00:09Z".into()),
+            spec: Some(serde_json::json!({"module": {"source": "oci://r/m"}})),
+            plan: Some(serde_json::json!({"add": 1})),
+            ..RunRecord::default()
+        };
+        let stored = serde_json::to_string(&run).unwrap();
+        assert_eq!(ended_of(&stored).unwrap(), EndedRun::from(&run));
+        let bare = RunRecord::default();
+        assert_eq!(
+            ended_of(&serde_json::to_string(&bare).unwrap()).unwrap(),
+            EndedRun::from(&bare)
+        );
     }
 }

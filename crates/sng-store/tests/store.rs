@@ -191,10 +191,18 @@ fn the_last_ended_run_follows_every_write_of_runs() {
             created_at: at.into(),
             ..RunRecord::default()
         };
+        // The whole record (read now) and what the reconciler reads (kept in memory) agree.
         let last = |ws: &str| {
-            s.last_ended_run("default", ws)
+            let brief = s
+                .last_ended("default", ws)
                 .unwrap()
-                .map(|r| (r.id, r.phase.to_string()))
+                .map(|r| (r.id, r.phase.to_string()));
+            let whole = s
+                .last_ended_run("default", ws)
+                .unwrap()
+                .map(|r| (r.id, r.phase.to_string()));
+            assert_eq!(brief, whole, "{ws}");
+            brief
         };
         assert_eq!(last("a"), None);
         assert_eq!(last("a"), None, "asked twice (the second from memory)");
@@ -300,6 +308,7 @@ fn the_last_runs_and_labels_of_a_tenant_read_at_once_are_those_read_one_by_one()
             "every workspace, its newest ended run"
         );
         for name in ["a", "b", "c"] {
+            assert_eq!(all[name], s.last_ended("default", name).unwrap(), "{name}");
             assert_eq!(
                 all[name].as_ref().map(|r| &r.id),
                 s.last_ended_run("default", name)

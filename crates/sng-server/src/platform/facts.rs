@@ -509,8 +509,8 @@ pub fn observe(
     };
     let hash = super::tags::with_module(&hash, digest.as_deref());
     let last = match view.and_then(|v| v.reads) {
-        Some(p) => p.last_ended_run(name),
-        None => store.last_ended_run(tenant, name),
+        Some(p) => p.last_ended(name),
+        None => store.last_ended(tenant, name),
     }
     .ok()
     .flatten();

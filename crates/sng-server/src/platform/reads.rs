@@ -15,9 +15,8 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Mutex, OnceLock};
 
-use sng_api::run::RunRecord;
 use sng_api::{Kind, Object};
-use sng_store::{Store, StoreError, Versions};
+use sng_store::{EndedRun, Store, StoreError, Versions};
 
 /// Workspaces a pass looks at from which reading in bulk pays.
 pub const WIDE: usize = 64;
@@ -34,7 +33,7 @@ pub struct PassReads<'a> {
     objects: Mutex<HashMap<(Kind, String), Option<Object>>>,
     previous: Mutex<HashMap<(String, String), Vec<String>>>,
     labels: OnceLock<Option<Labels>>,
-    last_ended: OnceLock<Option<HashMap<String, Option<RunRecord>>>>,
+    last_ended: OnceLock<Option<HashMap<String, Option<EndedRun>>>>,
 }
 
 /// The version of an object as the store has it, if it carries one.
@@ -129,7 +128,7 @@ impl<'a> PassReads<'a> {
     }
 
     /// The newest ended run of workspace `name` (on a wide pass: as read for all at once).
-    pub fn last_ended_run(&self, name: &str) -> Result<Option<RunRecord>, StoreError> {
+    pub fn last_ended(&self, name: &str) -> Result<Option<EndedRun>, StoreError> {
         if self.wide {
             let all = self
                 .last_ended
@@ -144,7 +143,7 @@ impl<'a> PassReads<'a> {
                 return Ok(run.clone());
             }
         }
-        self.store.last_ended_run(self.tenant, name)
+        self.store.last_ended(self.tenant, name)
     }
 }
 
@@ -152,6 +151,7 @@ impl<'a> PassReads<'a> {
 mod tests {
     use super::*;
     use serde_json::json;
+    use sng_store::RunRecord;
 
     fn secret(name: &str, value: &str, owner: Option<&str>) -> Object {
         let mut meta = json!({"name": name});
@@ -253,7 +253,7 @@ mod tests {
         store.run_put(&run("r1", "a")).unwrap();
         let versions = store.object_versions("default").unwrap();
         let reads = PassReads::new(&store, "default", &versions, true);
-        let last = |name: &str| reads.last_ended_run(name).unwrap().map(|r| r.id);
+        let last = |name: &str| reads.last_ended(name).unwrap().map(|r| r.id);
         assert_eq!(last("a").as_deref(), Some("r1"));
         // Read at once: as of that moment for the rest of the pass.
         store.run_put(&run("r2", "a")).unwrap();

@@ -243,7 +243,7 @@ impl Platform {
                     Verdict::Same => true,
                     Verdict::Decide => false,
                     Verdict::CheckLastRun => {
-                        let last = reads.last_ended_run(name);
+                        let last = reads.last_ended(name);
                         last.ok().map(|r| r.map(|r| r.id)) == seen.map(|s| s.last_run.clone())
                     }
                 };
