@@ -40,7 +40,7 @@
 # BENCH_CGROUP=0 turns off the CPU accounting below, BENCH_MAX_CONCURRENT_RUNS=N passes
 # --max-concurrent-runs N to the servers (an experiment: the targets are for the default),
 # BENCH_STORE (sqlite, the default, or postgres: the servers share a fresh database of
-# scripts/pg.sh's PostgreSQL, dropped at the end).
+# scripts/pg.sh's PostgreSQL, dropped at the end unless BENCH_KEEP=1).
 #
 # CPU accounting: when the cgroup-v1 cpuacct hierarchy is writable (root), each measured group of
 # processes (a server and everything it starts: bwrap, engines; the bare runs) is moved into its
@@ -92,7 +92,9 @@ cleanup() {
   stop_server
   stop_registry
   for p in "${CGROUPS[@]}"; do cg_remove "$p"; done
-  [ -z "${PG_DB:-}" ] || pg_drop_db "$PG_DB"
+  if [ -n "${PG_DB:-}" ]; then
+    if [ "${BENCH_KEEP:-0}" = 1 ]; then say "kept: database $PG_DB"; else pg_drop_db "$PG_DB"; fi
+  fi
   remove_work
 }
 # Results: KEY<TAB>VALUE lines, read by the report at the end.
