@@ -1,5 +1,6 @@
 //! `sng`: the server and the client commands, in one binary.
-// One FFI call: `memory::bound_malloc_arenas` (mallopt); nothing else may use unsafe code.
+// FFI into glibc's allocator only (`memory`: mallopt, mallinfo2, malloc_trim); nothing else may
+// use unsafe code.
 #![deny(unsafe_code)]
 
 mod cli;

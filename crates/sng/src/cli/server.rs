@@ -181,6 +181,7 @@ pub fn run(args: ServerArgs) -> Result<(), CliError> {
         return Ok(());
     }
     init_logging(args.log_format);
+    crate::memory::spawn_trimmer();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
