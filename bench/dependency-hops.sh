@@ -220,20 +220,8 @@ start_registry
 push_module hop
 ENGINE_VERSION=$("$ENGINE" version 2>/dev/null | head -1 || true)
 LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
-STORE=${BENCH_STORE:-sqlite}
-case $STORE in
-  sqlite) ;;
-  postgres)
-    # A fresh database on the PostgreSQL of the tests (scripts/pg.sh), dropped at the end.
-    pg_start
-    PG_DB=sng_bench_hops_$$
-    pg_create_db "$PG_DB"
-    head -c 32 /dev/urandom >"$WORK/master.key"
-    chmod 600 "$WORK/master.key"
-    SERVER_ARGS+=(--database "$(pg_db_url "$PG_DB")" --master-key-file "$WORK/master.key")
-    ;;
-  *) die "BENCH_STORE must be sqlite or postgres, not $STORE" ;;
-esac
+# A fresh database on the PostgreSQL of the tests (scripts/pg.sh), dropped at the end.
+pg_server_store hops
 start_server "$WORK/server"
 say "warm-up (not counted)"
 bare_chain warmup 0

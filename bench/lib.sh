@@ -248,6 +248,24 @@ pg_create_db() {
   pg_sql postgres "CREATE DATABASE \"$1\"" >/dev/null
 }
 
+# pg_server_store NAME: BENCH_STORE (sqlite, the default, or postgres) for the servers: with
+# postgres, a fresh database sng_bench_NAME_PID on scripts/pg.sh's PostgreSQL (PG_DB; the caller
+# drops it) and a master key in WORK, added to SERVER_ARGS.
+pg_server_store() {
+  case ${BENCH_STORE:-sqlite} in
+    sqlite) ;;
+    postgres)
+      pg_start
+      PG_DB=sng_bench_$1_$$
+      pg_create_db "$PG_DB"
+      head -c 32 /dev/urandom >"$WORK/master.key"
+      chmod 600 "$WORK/master.key"
+      SERVER_ARGS+=(--database "$(pg_db_url "$PG_DB")" --master-key-file "$WORK/master.key")
+      ;;
+    *) die "BENCH_STORE must be sqlite or postgres, not $BENCH_STORE" ;;
+  esac
+}
+
 # pg_drop_db NAME: drop database NAME (its sessions are ended).
 pg_drop_db() { pg_sql postgres "DROP DATABASE IF EXISTS \"$1\" WITH (FORCE)" >/dev/null 2>&1 || true; }
 

@@ -268,18 +268,7 @@ bare_run() {
   rm -rf "$root"
 }
 
-case ${BENCH_STORE:-sqlite} in
-  sqlite) ;;
-  postgres)
-    pg_start
-    PG_DB=sng_bench_restart_$$
-    pg_create_db "$PG_DB"
-    head -c 32 /dev/urandom >"$WORK/master.key"
-    chmod 600 "$WORK/master.key"
-    SERVER_ARGS+=(--database "$(pg_db_url "$PG_DB")" --master-key-file "$WORK/master.key")
-    ;;
-  *) die "BENCH_STORE must be sqlite or postgres, not $BENCH_STORE" ;;
-esac
+pg_server_store restart
 
 # =================================================================================================
 say "registry"

@@ -179,18 +179,21 @@ fn everything_survives_reopen_and_tokens_are_hashed() {
     }
 }
 
+/// A run of workspace `ws` of tenant `default`, of phase `phase`, created at `at`.
+fn run(id: &str, ws: &str, phase: &str, at: &str) -> sng_store::RunRecord {
+    sng_store::RunRecord {
+        id: id.into(),
+        tenant: "default".into(),
+        workspace: ws.into(),
+        phase: phase.parse().unwrap(),
+        created_at: at.into(),
+        ..sng_store::RunRecord::default()
+    }
+}
+
 #[test]
 fn the_last_ended_run_follows_every_write_of_runs() {
-    use sng_store::RunRecord;
     sng_store::testing::on_sqlite_and_postgres(|s| {
-        let run = |id: &str, ws: &str, phase: &str, at: &str| RunRecord {
-            id: id.into(),
-            tenant: "default".into(),
-            workspace: ws.into(),
-            phase: phase.parse().unwrap(),
-            created_at: at.into(),
-            ..RunRecord::default()
-        };
         // The whole record (read now) and what the reconciler reads (kept in memory) agree.
         let last = |ws: &str| {
             let brief = s
@@ -229,7 +232,8 @@ fn the_last_ended_run_follows_every_write_of_runs() {
         assert_eq!(last("a"), Some(("r2".into(), "Failed".into())));
 
         // The newest N, newest first; the newest success.
-        let ids = |runs: Vec<RunRecord>| runs.into_iter().map(|r| r.id).collect::<Vec<_>>();
+        let ids =
+            |runs: Vec<sng_store::RunRecord>| runs.into_iter().map(|r| r.id).collect::<Vec<_>>();
         assert_eq!(ids(s.runs_recent("default", "a", 5).unwrap()), ["r2", "r1"]);
         assert_eq!(ids(s.runs_recent("default", "a", 1).unwrap()), ["r2"]);
         assert_eq!(
@@ -271,16 +275,7 @@ fn counting_a_tenants_recent_runs_uses_an_index() {
 /// What a wide pass reads in one statement each is what it would read one by one.
 #[test]
 fn the_last_runs_and_labels_of_a_tenant_read_at_once_are_those_read_one_by_one() {
-    use sng_store::RunRecord;
     sng_store::testing::on_sqlite_and_postgres(|s| {
-        let run = |id: &str, ws: &str, phase: &str, at: &str| RunRecord {
-            id: id.into(),
-            tenant: "default".into(),
-            workspace: ws.into(),
-            phase: phase.parse().unwrap(),
-            created_at: at.into(),
-            ..RunRecord::default()
-        };
         s.apply(
             "default",
             vec![ws("a", "1"), ws("b", "1"), ws("c", "1")],
