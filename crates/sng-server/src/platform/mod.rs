@@ -10,6 +10,7 @@ pub mod expiry;
 pub(crate) mod facts;
 mod finalize;
 pub(crate) mod inputs;
+mod inputs_cache;
 pub mod jobspec;
 pub mod memo;
 pub(crate) mod policy;

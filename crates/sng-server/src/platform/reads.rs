@@ -108,17 +108,10 @@ impl<'a> PassReads<'a> {
         let Some(version) = self.known(Kind::Secret, name) else {
             return Ok(None);
         };
-        if self.wide {
-            let all = self
-                .labels
-                .get_or_init(|| match self.store.labels_of(Kind::Secret, self.tenant) {
-                    Ok(l) => Some(l),
-                    Err(e) => {
-                        tracing::warn!(tenant = self.tenant, error = %e, "cannot read the labels of the secrets");
-                        None
-                    }
-                });
-            if let Some((v, labels)) = all.as_ref().and_then(|a| a.get(name)) {
+        if let Some(all) = self.bulk(&self.labels, "the labels of the secrets", || {
+            self.store.labels_of(Kind::Secret, self.tenant)
+        }) {
+            if let Some((v, labels)) = all.get(name) {
                 if *v == version {
                     return Ok(Some(labels.clone()));
                 }
@@ -127,19 +120,33 @@ impl<'a> PassReads<'a> {
         self.store.object_labels(Kind::Secret, self.tenant, name)
     }
 
+    /// What a wide pass reads at once (`read`, on first use; a failure is logged, and each
+    /// object is then read alone); `None` on a narrow pass.
+    fn bulk<'c, T>(
+        &self,
+        cell: &'c OnceLock<Option<T>>,
+        what: &str,
+        read: impl FnOnce() -> Result<T, StoreError>,
+    ) -> Option<&'c T> {
+        if !self.wide {
+            return None;
+        }
+        cell.get_or_init(|| match read() {
+            Ok(all) => Some(all),
+            Err(e) => {
+                tracing::warn!(tenant = self.tenant, error = %e, "cannot read {what}");
+                None
+            }
+        })
+        .as_ref()
+    }
+
     /// The newest ended run of workspace `name` (on a wide pass: as read for all at once).
     pub fn last_ended(&self, name: &str) -> Result<Option<EndedRun>, StoreError> {
-        if self.wide {
-            let all = self
-                .last_ended
-                .get_or_init(|| match self.store.last_ended_runs(self.tenant) {
-                    Ok(l) => Some(l),
-                    Err(e) => {
-                        tracing::warn!(tenant = self.tenant, error = %e, "cannot read the last runs");
-                        None
-                    }
-                });
-            if let Some(run) = all.as_ref().and_then(|a| a.get(name)) {
+        if let Some(all) = self.bulk(&self.last_ended, "the last runs", || {
+            self.store.last_ended_runs(self.tenant)
+        }) {
+            if let Some(run) = all.get(name) {
                 return Ok(run.clone());
             }
         }
